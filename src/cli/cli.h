@@ -1,0 +1,47 @@
+/* cli.h: what every subcommand of the thin CLI shares.
+ *
+ * Each subcommand lives in its own file (cmd_<name>.c), parses its own options with
+ * getopt_long, calls the library, and prints. Exit codes of every subcommand but `run`:
+ *   0 success, 1 the operation failed or was refused, 2 bad usage.
+ * `run` follows the contract in docs/design.md (the command's own status, 125, 126, 127,
+ * 128+N).
+ */
+#ifndef PADDOCK_CLI_H
+#define PADDOCK_CLI_H
+
+#include "../libpaddock/error.h"
+#include "../libpaddock/util.h"
+
+#include <jansson.h>
+
+#define PDK_EXIT_OK      0
+#define PDK_EXIT_FAILED  1
+#define PDK_EXIT_USAGE   2
+
+typedef struct pdk_cli_command {
+    const char *name;
+    const char *summary;
+    int (*main)(int argc, char **argv);
+} pdk_cli_command;
+
+int pdk_cmd_run(int argc, char **argv);
+int pdk_cmd_sessions(int argc, char **argv);
+int pdk_cmd_diff(int argc, char **argv);
+int pdk_cmd_commit(int argc, char **argv);
+int pdk_cmd_discard(int argc, char **argv);
+int pdk_cmd_doctor(int argc, char **argv);
+
+/* Print "paddock CMD: message" and a hint to stderr; returns PDK_EXIT_USAGE. */
+int pdk_cli_usage_error(const char *cmd, const char *fmt, ...) PDK_PRINTF(2, 3);
+/* The message for getopt's '?' result (unknown option or missing argument). */
+int pdk_cli_bad_option(const char *cmd, int optopt_value, char *const *argv, int index);
+/* Print "paddock: message" for a library error; returns code. */
+int pdk_cli_fail(const pdk_error *err, int code);
+
+/* The state dir per the contract, created (0700) when create is true. */
+int pdk_cli_state_dir(bool create, char **out, pdk_error *err);
+
+/* Print a JSON value on stdout followed by a newline; frees it. */
+void pdk_cli_print_json(json_t *value);
+
+#endif

@@ -1,0 +1,105 @@
+/* main.c: dispatch to subcommands. Nothing else lives here. */
+#include "cli.h"
+
+#include "../libpaddock/log.h"
+#include "../libpaddock/statedir.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const pdk_cli_command commands[] = {
+    {"run", "run a command in a sandbox", pdk_cmd_run},
+    {"sessions", "list workspace sessions", pdk_cmd_sessions},
+    {"diff", "show what a session changed", pdk_cmd_diff},
+    {"commit", "apply a session's changes to the real workspace", pdk_cmd_commit},
+    {"discard", "throw a session's changes away", pdk_cmd_discard},
+    {"doctor", "check what this kernel offers and what paddock will do", pdk_cmd_doctor},
+};
+
+static void print_usage(FILE *out)
+{
+    fprintf(out, "usage: paddock COMMAND [OPTIONS] [ARGS]\n\n"
+                 "paddock runs commands in a sandbox whose workspace changes are reviewed\n"
+                 "before they land.\n\ncommands:\n");
+    for (size_t i = 0; i < PDK_ARRAY_SIZE(commands); i++)
+        fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(out, "\nglobal options:\n"
+                 "  -h, --help     show this help\n"
+                 "  --version      print the version\n"
+                 "\n'paddock COMMAND --help' describes a command; man paddock has it all.\n");
+}
+
+int pdk_cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "paddock %s: %s (see 'paddock %s --help')\n", cmd, msg, cmd);
+    return PDK_EXIT_USAGE;
+}
+
+int pdk_cli_bad_option(const char *cmd, int optopt_value, char *const *argv, int index)
+{
+    const char *arg = (index > 0) ? argv[index - 1] : "?";
+    if (optopt_value && strchr(arg, '-') == arg && arg[1] != '-')
+        return pdk_cli_usage_error(cmd, "unknown option or missing argument for '-%c'",
+                                   optopt_value);
+    return pdk_cli_usage_error(cmd, "unknown option or missing argument: '%s'", arg);
+}
+
+int pdk_cli_fail(const pdk_error *err, int code)
+{
+    fprintf(stderr, "paddock: %s\n", err->message);
+    return code;
+}
+
+int pdk_cli_state_dir(bool create, char **out, pdk_error *err)
+{
+    return pdk_state_dir(create, out, err);
+}
+
+void pdk_cli_print_json(json_t *value)
+{
+    char *s = json_dumps(value, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_ENSURE_ASCII);
+    if (s) {
+        fputs(s, stdout);
+        fputc('\n', stdout);
+        free(s);
+    }
+    json_decref(value);
+}
+
+int main(int argc, char **argv)
+{
+    const char *debug = getenv("PADDOCK_DEBUG");
+    if (debug && *debug && strcmp(debug, "0") != 0)
+        pdk_log_set_level(PDK_LOG_DEBUG);
+
+    if (argc < 2) {
+        print_usage(stderr);
+        return PDK_EXIT_USAGE;
+    }
+    const char *name = argv[1];
+    if (strcmp(name, "-h") == 0 || strcmp(name, "--help") == 0 || strcmp(name, "help") == 0) {
+        print_usage(stdout);
+        return PDK_EXIT_OK;
+    }
+    if (strcmp(name, "--version") == 0 || strcmp(name, "version") == 0) {
+        printf("paddock %s\n", PADDOCK_VERSION);
+        return PDK_EXIT_OK;
+    }
+    for (size_t i = 0; i < PDK_ARRAY_SIZE(commands); i++) {
+        if (strcmp(name, commands[i].name) == 0) {
+            /* Subcommands see argv[0] = their own name, as getopt expects. */
+            return commands[i].main(argc - 1, argv + 1);
+        }
+    }
+    fprintf(stderr, "paddock: unknown command '%s' (see 'paddock --help')\n", name);
+    return PDK_EXIT_USAGE;
+}

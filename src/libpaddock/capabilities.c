@@ -1,0 +1,1 @@
+/* capabilities.c: not written yet. */

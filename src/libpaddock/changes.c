@@ -1,0 +1,1 @@
+/* changes.c: not written yet. */

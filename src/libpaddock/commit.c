@@ -1,0 +1,1 @@
+/* commit.c: not written yet. */

@@ -1,0 +1,1 @@
+/* diffrender.c: not written yet. */

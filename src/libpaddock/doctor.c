@@ -1,0 +1,1 @@
+/* doctor.c: not written yet. */

@@ -1,0 +1,1 @@
+/* environ.c: not written yet. */

@@ -1,0 +1,226 @@
+/* fsutil.c: see fsutil.h. */
+#include "fsutil.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+int pdk_open_beneath(int dirfd, const char *relpath, int flags, mode_t mode)
+{
+    struct open_how how = {
+        .flags = (uint64_t)(flags | O_CLOEXEC),
+        .mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0,
+        .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+    };
+    if (!relpath || !*relpath)
+        relpath = ".";
+    int fd;
+    do {
+        fd = (int)syscall(SYS_openat2, dirfd, relpath, &how, sizeof(how));
+    } while (fd < 0 && errno == EAGAIN);
+    return fd;
+}
+
+int pdk_open_parent_beneath(int dirfd, const char *relpath, bool want_read, const char **leaf)
+{
+    const char *slash = strrchr(relpath, '/');
+    int flags = (want_read ? O_RDONLY : O_PATH) | O_DIRECTORY;
+    if (!slash) {
+        *leaf = relpath;
+        return pdk_open_beneath(dirfd, ".", flags, 0);
+    }
+    *leaf = slash + 1;
+    _cleanup_free_ char *parent = xstrndup(relpath, (size_t)(slash - relpath));
+    return pdk_open_beneath(dirfd, parent, flags, 0);
+}
+
+int pdk_mkdir_p_beneath(int dirfd, const char *relpath, mode_t mode)
+{
+    _cleanup_free_ char *copy = xstrdup(relpath);
+    _cleanup_close_ int cur = pdk_open_beneath(dirfd, ".", O_PATH | O_DIRECTORY, 0);
+    if (cur < 0)
+        return -1;
+    char *save = NULL;
+    for (char *part = strtok_r(copy, "/", &save); part; part = strtok_r(NULL, "/", &save)) {
+        if (strcmp(part, ".") == 0)
+            continue;
+        if (strcmp(part, "..") == 0) {
+            errno = EXDEV;
+            return -1;
+        }
+        if (mkdirat(cur, part, mode) < 0 && errno != EEXIST)
+            return -1;
+        int next = pdk_open_beneath(cur, part, O_PATH | O_DIRECTORY, 0);
+        if (next < 0)
+            return -1;
+        close(cur);
+        cur = next;
+    }
+    return 0;
+}
+
+int pdk_mkdir_p(const char *path, mode_t mode)
+{
+    _cleanup_free_ char *copy = xstrdup(path);
+    for (char *p = copy + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(copy, mode) < 0 && errno != EEXIST)
+            return -1;
+        *p = '/';
+    }
+    if (mkdir(copy, mode) < 0 && errno != EEXIST)
+        return -1;
+    return 0;
+}
+
+static int rm_rf_dir_contents(int dfd)
+{
+    int dupfd = fcntl(dfd, F_DUPFD_CLOEXEC, 0);
+    if (dupfd < 0)
+        return -1;
+    DIR *d = fdopendir(dupfd);
+    if (!d) {
+        close(dupfd);
+        return -1;
+    }
+    int ret = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        if (pdk_rm_rf_at(dfd, de->d_name) < 0)
+            ret = -1;
+    }
+    int saved = errno;
+    closedir(d);
+    errno = saved;
+    return ret;
+}
+
+int pdk_rm_rf_at(int dirfd, const char *name)
+{
+    if (unlinkat(dirfd, name, 0) == 0 || errno == ENOENT)
+        return 0;
+    if (errno != EISDIR && errno != EPERM)
+        return -1;
+    _cleanup_close_ int sub =
+        openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (sub < 0)
+        return errno == ENOENT ? 0 : -1;
+    if (rm_rf_dir_contents(sub) < 0)
+        return -1;
+    if (unlinkat(dirfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+        return -1;
+    return 0;
+}
+
+char *pdk_path_normalize(const char *path)
+{
+    if (!path || path[0] != '/')
+        return NULL;
+    size_t len = strlen(path);
+    char *out = xmalloc(len + 2);
+    size_t o = 0;
+    const char *p = path;
+    while (*p) {
+        while (*p == '/')
+            p++;
+        if (!*p)
+            break;
+        const char *end = strchr(p, '/');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        if (n == 1 && p[0] == '.') {
+            /* skip */
+        } else if (n == 2 && p[0] == '.' && p[1] == '.') {
+            while (o > 0 && out[o - 1] != '/')
+                o--;
+            if (o > 0)
+                o--;
+        } else {
+            out[o++] = '/';
+            memcpy(out + o, p, n);
+            o += n;
+        }
+        p += n;
+    }
+    if (o == 0)
+        out[o++] = '/';
+    out[o] = '\0';
+    return out;
+}
+
+char *pdk_path_join(const char *a, const char *b)
+{
+    size_t la = strlen(a);
+    while (la > 0 && a[la - 1] == '/')
+        la--;
+    while (*b == '/')
+        b++;
+    if (!*b)
+        return la ? xstrndup(a, la) : xstrdup("/");
+    return xasprintf("%.*s/%s", (int)la, a, b);
+}
+
+bool pdk_path_is_within(const char *path, const char *dir)
+{
+    if (strcmp(dir, "/") == 0)
+        return path[0] == '/';
+    size_t n = strlen(dir);
+    return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+const char *pdk_path_relative(const char *path, const char *dir)
+{
+    if (strcmp(dir, "/") == 0)
+        return path + 1;
+    const char *rest = path + strlen(dir);
+    while (*rest == '/')
+        rest++;
+    return rest;
+}
+
+int pdk_write_file_atomic(int dirfd, const char *name, const void *content, size_t len,
+                          mode_t mode, bool durable)
+{
+    char tmp[64];
+    for (int attempt = 0;; attempt++) {
+        snprintf(tmp, sizeof(tmp), ".%s.%d.%d.tmp", name[0] ? "paddock" : "x", (int)getpid(),
+                 attempt);
+        int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+        if (fd < 0) {
+            if (errno == EEXIST && attempt < 100)
+                continue;
+            return -1;
+        }
+        if (pdk_write_all(fd, content, len) < 0 || (durable && fsync(fd) < 0)) {
+            int saved = errno;
+            close(fd);
+            unlinkat(dirfd, tmp, 0);
+            errno = saved;
+            return -1;
+        }
+        if (close(fd) < 0) {
+            int saved = errno;
+            unlinkat(dirfd, tmp, 0);
+            errno = saved;
+            return -1;
+        }
+        break;
+    }
+    if (renameat(dirfd, tmp, dirfd, name) < 0) {
+        int saved = errno;
+        unlinkat(dirfd, tmp, 0);
+        errno = saved;
+        return -1;
+    }
+    if (durable)
+        fsync(dirfd);
+    return 0;
+}

@@ -1,0 +1,54 @@
+/* fsutil.h: fd-relative, race-free filesystem helpers.
+ *
+ * Everything that touches a tree another party may write to (a session layer the sandbox
+ * wrote, a workspace another process may change) goes through these: paths are resolved
+ * with openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS) so that no
+ * symlink, ".." or magic link can lead outside the directory fd they start from.
+ */
+#ifndef PADDOCK_FSUTIL_H
+#define PADDOCK_FSUTIL_H
+
+#include "error.h"
+
+#include <sys/stat.h>
+
+/* openat2 confined beneath dirfd, never following any symlink (including the last
+ * component, unless flags has O_PATH|O_NOFOLLOW semantics wanted by the caller).
+ * Returns an fd or -1 with errno (ELOOP/EXDEV when a symlink or escape was refused). */
+int pdk_open_beneath(int dirfd, const char *relpath, int flags, mode_t mode);
+
+/* Open the parent directory of relpath beneath dirfd (O_PATH|O_DIRECTORY unless
+ * want_read, then O_RDONLY|O_DIRECTORY) and return the last component in *leaf
+ * (pointing into relpath). relpath must be relative and must not end in "/". */
+int pdk_open_parent_beneath(int dirfd, const char *relpath, bool want_read, const char **leaf);
+
+/* mkdir -p of relpath beneath dirfd, refusing symlinks on the way. */
+int pdk_mkdir_p_beneath(int dirfd, const char *relpath, mode_t mode);
+
+/* mkdir -p for an absolute or relative path (plain paths; for trusted locations such as
+ * the state dir). Missing parents are created with mode. */
+int pdk_mkdir_p(const char *path, mode_t mode);
+
+/* Remove name (file, symlink or whole directory tree) inside dirfd without following
+ * symlinks. Missing is not an error. Returns 0 or -1 with errno. */
+int pdk_rm_rf_at(int dirfd, const char *name);
+
+/* Lexically normalise an absolute path: collapse "//", "/./" and resolve ".." without
+ * touching the filesystem. Returns a new string, or NULL when path is not absolute. */
+char *pdk_path_normalize(const char *path);
+
+/* Join two path pieces with exactly one "/" between them. */
+char *pdk_path_join(const char *a, const char *b);
+
+/* True when path equals dir or lies beneath it (both normalised, absolute). */
+bool pdk_path_is_within(const char *path, const char *dir);
+
+/* Return path relative to dir when pdk_path_is_within(path, dir): "" for dir itself. */
+const char *pdk_path_relative(const char *path, const char *dir);
+
+/* Write content to dirfd/name atomically: temporary file in the same directory, fsync when
+ * durable, rename over name. Returns 0 or -1 with errno; nothing is left behind on error. */
+int pdk_write_file_atomic(int dirfd, const char *name, const void *content, size_t len,
+                          mode_t mode, bool durable);
+
+#endif

@@ -1,0 +1,1 @@
+/* landlock.c: not written yet. */

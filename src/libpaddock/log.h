@@ -1,0 +1,28 @@
+/* log.h: diagnostics on stderr, prefixed "paddock: ". Quiet by default; PADDOCK_DEBUG=1
+ * or --verbose enables debug lines. Never pass secret values to these functions. */
+#ifndef PADDOCK_LOG_H
+#define PADDOCK_LOG_H
+
+#include "util.h"
+
+typedef enum pdk_log_level {
+    PDK_LOG_ERROR = 0,
+    PDK_LOG_WARN = 1,
+    PDK_LOG_INFO = 2,
+    PDK_LOG_DEBUG = 3,
+} pdk_log_level;
+
+void pdk_log_set_level(pdk_log_level level);
+pdk_log_level pdk_log_get_level(void);
+void pdk_log(pdk_log_level level, const char *fmt, ...) PDK_PRINTF(2, 3);
+
+#define pdk_error_log(...) pdk_log(PDK_LOG_ERROR, __VA_ARGS__)
+#define pdk_warn(...)      pdk_log(PDK_LOG_WARN, __VA_ARGS__)
+#define pdk_info(...)      pdk_log(PDK_LOG_INFO, __VA_ARGS__)
+#define pdk_debug(...)                                                                     \
+    do {                                                                                   \
+        if (pdk_log_get_level() >= PDK_LOG_DEBUG)                                          \
+            pdk_log(PDK_LOG_DEBUG, __VA_ARGS__);                                           \
+    } while (0)
+
+#endif

@@ -1,0 +1,1 @@
+/* mounts.c: not written yet. */

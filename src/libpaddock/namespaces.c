@@ -1,0 +1,1 @@
+/* namespaces.c: not written yet. */

@@ -1,0 +1,1 @@
+/* policy.c: not written yet. */

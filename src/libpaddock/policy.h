@@ -1,0 +1,102 @@
+/* policy.h: the policy file (YAML, version 1) parsed into a typed struct.
+ *
+ * Parsing is apart from enforcement: this module only reads, validates and expands; the
+ * sandbox modules consume the struct. docs/policy.md documents the schema.
+ *
+ * Errors: every problem found is collected as a diagnostic "FILE:LINE:COLUMN: message
+ * (hint)"; the load fails when there is at least one. pdk_error gets the first one, the
+ * list has all of them (for `paddock policy lint`).
+ */
+#ifndef PADDOCK_POLICY_H
+#define PADDOCK_POLICY_H
+
+#include "error.h"
+
+#include <stdint.h>
+
+typedef struct pdk_policy_diag {
+    char *file;
+    int line;   /* 1-based; 0 when unknown */
+    int column; /* 1-based; 0 when unknown */
+    char *message; /* one line: problem, then the fix in parentheses where there is one */
+} pdk_policy_diag;
+
+typedef struct pdk_policy_diags {
+    pdk_policy_diag *items;
+    size_t count;
+} pdk_policy_diags;
+
+void pdk_policy_diags_free(pdk_policy_diags *diags);
+/* "FILE:LINE:COLUMN: message" (new string). */
+char *pdk_policy_diag_format(const pdk_policy_diag *diag);
+
+/* Expansion context for paths in the policy. */
+typedef struct pdk_policy_context {
+    const char *home; /* the caller's $HOME, used to expand "~" and "~/..." */
+} pdk_policy_context;
+
+typedef struct pdk_env_assignment {
+    char *name;
+    char *value;
+} pdk_env_assignment;
+
+typedef struct pdk_policy {
+    char *source; /* file path as given, or "<built-in default>" */
+    char *base_dir; /* directory of the file (NULL for built-in) */
+
+    /* filesystem: absolute, normalised paths ("~" expanded) except protect */
+    char **read_deny;  /* hidden in addition to the built-in credential list */
+    char **read_allow; /* bound read-only (into the sandbox home when under ~) */
+    char **write;      /* bound writable */
+    /* protect: entries relative to the workspace root ("." components removed, no "..");
+     * entries written as "~/x" are absolute (expanded) and protect that home path. A
+     * trailing "/" in the file marks a directory; it is kept in the string. */
+    char **protect;
+
+    /* env */
+    char **env_pass; /* names passed through even when they look like secrets */
+    pdk_env_assignment *env_set;
+    size_t env_set_count;
+
+    /* limits; 0 means "no limit" */
+    int64_t memory_bytes;
+    int64_t pids;
+    int64_t cpu_millicores; /* cpu: 1.5 -> 1500 */
+    int64_t timeout_seconds;
+
+    /* landlock */
+    int landlock_min_abi; /* 0: run on any kernel, even without Landlock */
+    /* Optional TCP port allowlists (Landlock ABI >= 4). When has_tcp_* is false the
+     * corresponding access is left to the network namespace. */
+    bool has_tcp_bind;
+    uint16_t *tcp_bind;
+    size_t tcp_bind_count;
+    bool has_tcp_connect;
+    uint16_t *tcp_connect;
+    size_t tcp_connect_count;
+
+    /* sandbox */
+    bool nested_userns; /* allow user namespaces (and mounts) inside the sandbox */
+} pdk_policy;
+
+/* The built-in default policy (what runs when no --policy is given). */
+int pdk_policy_load_default(const pdk_policy_context *ctx, pdk_policy **out, pdk_error *err);
+
+/* Parse text (name is used in diagnostics). diags may be NULL. */
+int pdk_policy_parse(const char *name, const char *text, size_t len,
+                     const pdk_policy_context *ctx, pdk_policy **out, pdk_policy_diags *diags,
+                     pdk_error *err);
+
+/* Read and parse a file. An unreadable file is an error naming the file and the cause. */
+int pdk_policy_load_file(const char *path, const pdk_policy_context *ctx, pdk_policy **out,
+                         pdk_policy_diags *diags, pdk_error *err);
+
+void pdk_policy_free(pdk_policy *policy);
+
+/* Size with optional unit: "512", "64K", "2M", "2G", "1T" (powers of 1024), "2GiB", "2GB"
+ * also accepted. Returns 0 or -1 (EINVAL, ERANGE). */
+int pdk_parse_size(const char *s, int64_t *out_bytes);
+/* Duration: "600" (seconds), "90s", "10m", "2h", "1d". */
+int pdk_parse_duration(const char *s, int64_t *out_seconds);
+
+#endif

@@ -1,0 +1,1 @@
+/* pty.c: not written yet. */

@@ -1,0 +1,1 @@
+/* sandbox_child.c: not written yet. */

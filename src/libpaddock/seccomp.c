@@ -1,0 +1,1 @@
+/* seccomp.c: not written yet. */

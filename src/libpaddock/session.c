@@ -1,0 +1,1 @@
+/* session.c: not written yet. */

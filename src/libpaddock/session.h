@@ -1,0 +1,83 @@
+/* session.h: workspace sessions in the state dir.
+ *
+ * A session is a directory STATE/sessions/<id>/ holding
+ *   session.json   metadata (this struct), written atomically
+ *   lock           flock()ed while a run or a commit uses the session
+ *   upper/ work/   the overlayfs layers (overlay mode only)
+ * Sessions survive restarts: a later run with the same name continues on its layer, and
+ * diff/commit work from the files alone.
+ */
+#ifndef PADDOCK_SESSION_H
+#define PADDOCK_SESSION_H
+
+#include "error.h"
+
+#include <stdint.h>
+#include <sys/types.h>
+
+typedef enum pdk_workspace_mode {
+    PDK_WORKSPACE_OVERLAY = 0,
+    PDK_WORKSPACE_DIRECT = 1,
+} pdk_workspace_mode;
+
+/* A path committed by `paddock commit`, with the ctime the commit left on the real file:
+ * such a path's later change of ctime is ours, not a conflicting outside change. */
+typedef struct pdk_committed_path {
+    char *path; /* workspace-relative */
+    int64_t ctime_ns;
+} pdk_committed_path;
+
+typedef struct pdk_session {
+    char *id;
+    bool named;     /* given with --session, rather than generated */
+    char *workspace; /* absolute, canonical path of the real workspace */
+    pdk_workspace_mode mode;
+    int64_t created_ns;  /* wall clock */
+    int64_t baseline_ns; /* real files with ctime >= baseline changed after the session began */
+    int64_t last_run_ns;
+    int runs;
+    int last_exit; /* -1 when no run has finished */
+    uid_t owner_uid;
+    char **placeholders; /* workspace-relative paths paddock made as mount points */
+    pdk_committed_path *committed;
+    size_t committed_count;
+
+    char *dir;   /* STATE/sessions/<id> */
+    int dir_fd;  /* O_PATH fd of dir */
+    int lock_fd; /* >= 0 while locked */
+} pdk_session;
+
+/* Names: 1-64 of [A-Za-z0-9._-], not starting with '.' or '-'. */
+bool pdk_session_name_valid(const char *name);
+
+/* Create STATE/sessions/<id> (generating an id when name is NULL). Fails when a session of
+ * that name exists. The session is returned locked. */
+int pdk_session_create(const char *state_dir, const char *name, const char *workspace,
+                       pdk_workspace_mode mode, pdk_session **out, pdk_error *err);
+
+/* Open an existing session by id. */
+int pdk_session_open(const char *state_dir, const char *id, pdk_session **out, pdk_error *err);
+
+/* Take the session's lock without waiting; fails naming the holder's pid when it is busy. */
+int pdk_session_lock(pdk_session *session, pdk_error *err);
+void pdk_session_unlock(pdk_session *session);
+
+/* Write session.json atomically (fsync'd when durable). */
+int pdk_session_save(const pdk_session *session, bool durable, pdk_error *err);
+
+/* Open the upper layer (O_RDONLY|O_DIRECTORY) of an overlay session. */
+int pdk_session_open_upper(const pdk_session *session, pdk_error *err);
+
+/* Remove the session directory entirely (the session must be locked by the caller). */
+int pdk_session_remove(pdk_session *session, pdk_error *err);
+
+/* All sessions, sorted by creation time. Unreadable entries are skipped with a warning. */
+int pdk_session_list(const char *state_dir, pdk_session ***out, size_t *count, pdk_error *err);
+void pdk_session_list_free(pdk_session **list, size_t count);
+
+/* Record that path was committed leaving ctime_ns on the real file. */
+void pdk_session_note_committed(pdk_session *session, const char *path, int64_t ctime_ns);
+
+void pdk_session_free(pdk_session *session);
+
+#endif

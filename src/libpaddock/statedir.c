@@ -1,0 +1,62 @@
+/* statedir.c: see statedir.h. */
+#include "statedir.h"
+
+#include "fsutil.h"
+
+#include <errno.h>
+#include <pwd.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+char *pdk_home_dir(void)
+{
+    const char *home = getenv("HOME");
+    if (home && home[0] == '/')
+        return pdk_path_normalize(home);
+    struct passwd *pw = getpwuid(getuid());
+    if (pw && pw->pw_dir && pw->pw_dir[0] == '/')
+        return pdk_path_normalize(pw->pw_dir);
+    return xstrdup("/");
+}
+
+int pdk_state_dir(bool create, char **out, pdk_error *err)
+{
+    _cleanup_free_ char *path = NULL;
+    const char *env = getenv("PADDOCK_STATE_DIR");
+    const char *xdg = getenv("XDG_STATE_HOME");
+    if (env && *env) {
+        if (env[0] != '/')
+            return pdk_error_set(err, 0,
+                                 "PADDOCK_STATE_DIR=%s is not an absolute path (set it to one)",
+                                 env);
+        path = pdk_path_normalize(env);
+    } else if (xdg && xdg[0] == '/') {
+        _cleanup_free_ char *x = pdk_path_normalize(xdg);
+        path = pdk_path_join(x, "paddock");
+    } else if (getuid() == 0) {
+        path = xstrdup("/var/lib/paddock");
+    } else {
+        _cleanup_free_ char *home = pdk_home_dir();
+        path = pdk_path_join(home, ".local/state/paddock");
+    }
+    if (create) {
+        if (pdk_mkdir_p(path, 0700) < 0)
+            return pdk_error_set(err, errno, "cannot create state dir %s", path);
+        struct stat st;
+        if (lstat(path, &st) < 0)
+            return pdk_error_set(err, errno, "state dir %s", path);
+        if (!S_ISDIR(st.st_mode))
+            return pdk_error_set(err, ENOTDIR, "state dir %s", path);
+        if (st.st_uid != getuid())
+            return pdk_error_set(err, 0,
+                                 "state dir %s belongs to uid %u, not to you (uid %u): set "
+                                 "PADDOCK_STATE_DIR to a directory of your own",
+                                 path, (unsigned)st.st_uid, (unsigned)getuid());
+        if ((st.st_mode & 077) != 0 && chmod(path, 0700) < 0)
+            return pdk_error_set(err, errno, "cannot make state dir %s private", path);
+    }
+    *out = steal_pointer(&path);
+    return 0;
+}

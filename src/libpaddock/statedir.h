@@ -1,0 +1,17 @@
+/* statedir.h: where paddock keeps its state (contract in docs/design.md):
+ *   $PADDOCK_STATE_DIR, else $XDG_STATE_HOME/paddock, else ~/.local/state/paddock
+ *   (root: /var/lib/paddock).
+ * The directory is 0700 and is hidden from every sandbox. */
+#ifndef PADDOCK_STATEDIR_H
+#define PADDOCK_STATEDIR_H
+
+#include "error.h"
+
+/* Resolve (and when create is true, create with mode 0700) the state dir. The returned
+ * path is absolute and normalised. */
+int pdk_state_dir(bool create, char **out, pdk_error *err);
+
+/* The caller's home directory: $HOME when set and absolute, else the passwd entry. */
+char *pdk_home_dir(void);
+
+#endif

@@ -1,0 +1,1 @@
+/* supervisor.c: not written yet. */

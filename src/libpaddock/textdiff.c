@@ -1,0 +1,1 @@
+/* textdiff.c: not written yet. */

@@ -1,0 +1,106 @@
+/* util.h: memory helpers that abort on failure, cleanup attributes, small string and fd
+ * helpers shared by every module.
+ *
+ * Ownership conventions (after bubblewrap and crun):
+ *   _cleanup_free_ char *s = ...;      freed when s leaves scope
+ *   _cleanup_close_ int fd = ...;      closed when fd leaves scope (if >= 0)
+ *   return steal_pointer(&s);          hand ownership to the caller
+ *   return steal_fd(&fd);
+ * Allocation failure is not an error a caller can handle: xmalloc() and friends abort.
+ */
+#ifndef PADDOCK_UTIL_H
+#define PADDOCK_UTIL_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#define PDK_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#define PDK_NORETURN     __attribute__((noreturn))
+#define PDK_UNUSED       __attribute__((unused))
+#define PDK_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+#define _cleanup_(f)     __attribute__((cleanup(f)))
+#define _cleanup_free_   _cleanup_(pdk_freep)
+#define _cleanup_close_  _cleanup_(pdk_closep)
+#define _cleanup_fclose_ _cleanup_(pdk_fclosep)
+#define _cleanup_strv_   _cleanup_(pdk_strv_freep)
+#define _cleanup_closedir_ _cleanup_(pdk_closedirp)
+
+void pdk_freep(void *pp);
+void pdk_closep(int *fdp);
+void pdk_fclosep(FILE **fp);
+void pdk_strv_freep(char ***strvp);
+void pdk_closedirp(void *dirpp);
+
+static inline void *pdk_steal_pointer(void *pp)
+{
+    void **p = (void **)pp;
+    void *v = *p;
+    *p = NULL;
+    return v;
+}
+#define steal_pointer(pp) ((__typeof__(*(pp)))pdk_steal_pointer(pp))
+
+static inline int steal_fd(int *fdp)
+{
+    int fd = *fdp;
+    *fdp = -1;
+    return fd;
+}
+
+void *xmalloc(size_t size);
+void *xcalloc(size_t nmemb, size_t size);
+void *xrealloc(void *ptr, size_t size);
+char *xstrdup(const char *s);
+char *xstrndup(const char *s, size_t n);
+char *xasprintf(const char *fmt, ...) PDK_PRINTF(1, 2);
+char *xvasprintf(const char *fmt, va_list ap) PDK_PRINTF(1, 0);
+
+/* NULL-terminated string vectors. */
+size_t pdk_strv_length(char *const *strv);
+void pdk_strv_free(char **strv);
+/* Append a copy of s; *strvp may be NULL. */
+void pdk_strv_push(char ***strvp, const char *s);
+/* Append s without copying (takes ownership). */
+void pdk_strv_push_take(char ***strvp, char *s);
+bool pdk_strv_contains(char *const *strv, const char *s);
+char **pdk_strv_copy(char *const *strv);
+
+bool pdk_str_has_prefix(const char *s, const char *prefix);
+bool pdk_str_has_suffix(const char *s, const char *suffix);
+bool pdk_streq(const char *a, const char *b); /* NULL-safe */
+
+/* A growable byte buffer, always NUL-terminated. */
+typedef struct pdk_buf {
+    char *data;
+    size_t len;
+    size_t cap;
+} pdk_buf;
+void pdk_buf_append(pdk_buf *b, const void *data, size_t len);
+void pdk_buf_puts(pdk_buf *b, const char *s);
+void pdk_buf_printf(pdk_buf *b, const char *fmt, ...) PDK_PRINTF(2, 3);
+void pdk_buf_free(pdk_buf *b);
+char *pdk_buf_steal(pdk_buf *b);
+
+/* Write all of buf, retrying on EINTR and short writes. Returns 0 or -1 with errno. */
+int pdk_write_all(int fd, const void *buf, size_t len);
+/* Read until EOF into a new NUL-terminated buffer; limit bounds the size (0: 64 MiB).
+ * Returns 0 or -1 with errno (EFBIG when over the limit). */
+int pdk_read_all(int fd, char **out, size_t *out_len, size_t limit);
+/* Read a whole file relative to dirfd (AT_FDCWD for paths). */
+int pdk_read_file_at(int dirfd, const char *path, char **out, size_t *out_len, size_t limit);
+/* Write a small string to a file that must already exist (procfs, cgroupfs). */
+int pdk_write_file_at(int dirfd, const char *path, const char *content);
+
+/* Monotonic and wall clocks in nanoseconds. */
+uint64_t pdk_now_monotonic_ns(void);
+int64_t pdk_now_realtime_ns(void);
+
+/* Parse a decimal integer in [min, max]; returns 0 or -1 (errno EINVAL/ERANGE). */
+int pdk_parse_int64(const char *s, int64_t min, int64_t max, int64_t *out);
+
+#endif
