@@ -34,9 +34,16 @@ int pdk_error_prefix(pdk_error *err, const char *fmt, ...)
     va_end(ap);
     if (n < 0)
         return -1;
-    char old[sizeof(err->message)];
-    memcpy(old, err->message, sizeof(old));
-    snprintf(err->message, sizeof(err->message), "%s: %s", prefix, old);
+    size_t plen = strlen(prefix), mlen = strlen(err->message);
+    if (plen + 2 >= sizeof(err->message))
+        plen = sizeof(err->message) - 3;
+    if (plen + 2 + mlen >= sizeof(err->message))
+        mlen = sizeof(err->message) - plen - 3;
+    memmove(err->message + plen + 2, err->message, mlen);
+    memcpy(err->message, prefix, plen);
+    err->message[plen] = ':';
+    err->message[plen + 1] = ' ';
+    err->message[plen + 2 + mlen] = '\0';
     return -1;
 }
 
