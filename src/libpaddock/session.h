@@ -39,6 +39,8 @@ typedef struct pdk_session {
     int last_exit; /* -1 when no run has finished */
     uid_t owner_uid;
     char **placeholders; /* workspace-relative paths paddock made as mount points */
+    char **protected_paths; /* workspace-relative paths read-only in the sandbox (built-in
+                             * list plus the policy's); commit refuses them by default */
     pdk_committed_path *committed;
     size_t committed_count;
 
