@@ -1,1 +1,341 @@
-/* cgroup.c: not written yet. */
+/* cgroup.c: see cgroup.h. */
+#include "cgroup.h"
+
+#include "fsutil.h"
+#include "log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+enum { CTRL_MEMORY, CTRL_PIDS, CTRL_CPU, CTRL_COUNT };
+static const char *const controller_names[CTRL_COUNT] = {"memory", "pids", "cpu"};
+
+struct pdk_cgroup {
+    pdk_cgroup_mode mode;
+    char *v2_dir;
+    int v2_fd;
+    char *v1_dirs[CTRL_COUNT];
+};
+
+/* Does the comma-separated list contain token? */
+static bool list_has(const char *list, const char *token)
+{
+    size_t n = strlen(token);
+    for (const char *p = list; p && *p;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        if (len == n && strncmp(p, token, n) == 0)
+            return true;
+        p = comma ? comma + 1 : NULL;
+    }
+    return false;
+}
+
+/* Mount point of the v1 hierarchy carrying controller (or of cgroup2 when controller is
+ * NULL), from /proc/self/mountinfo. */
+static char *find_mount(const char *controller)
+{
+    FILE *f = fopen("/proc/self/mountinfo", "re");
+    if (!f)
+        return NULL;
+    char *line = NULL;
+    size_t cap = 0;
+    char *result = NULL;
+    while (!result && getline(&line, &cap, f) > 0) {
+        char *sep = strstr(line, " - ");
+        if (!sep)
+            continue;
+        char mnt[4096], fstype[64], source[256], opts[1024];
+        if (sscanf(line, "%*s %*s %*s %*s %4095s", mnt) != 1)
+            continue;
+        if (sscanf(sep + 3, "%63s %255s %1023s", fstype, source, opts) != 3)
+            continue;
+        if (controller == NULL && strcmp(fstype, "cgroup2") == 0)
+            result = xstrdup(mnt);
+        else if (controller && strcmp(fstype, "cgroup") == 0 && list_has(opts, controller))
+            result = xstrdup(mnt);
+    }
+    free(line);
+    fclose(f);
+    return result;
+}
+
+/* Our cgroup path in the hierarchy with controller (NULL: the v2 "0::" line). */
+static char *own_path(const char *controller)
+{
+    FILE *f = fopen("/proc/self/cgroup", "re");
+    if (!f)
+        return NULL;
+    char *line = NULL;
+    size_t cap = 0;
+    char *result = NULL;
+    while (!result && getline(&line, &cap, f) > 0) {
+        line[strcspn(line, "\n")] = '\0';
+        char *c1 = strchr(line, ':');
+        char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+        if (!c2)
+            continue;
+        *c2 = '\0';
+        const char *ctrls = c1 + 1;
+        if (controller == NULL ? (strcmp(line, "0") == 0 && *ctrls == '\0')
+                               : list_has(ctrls, controller))
+            result = xstrdup(c2 + 1);
+    }
+    free(line);
+    fclose(f);
+    return result;
+}
+
+static char *v1_base(const char *controller)
+{
+    _cleanup_free_ char *mnt = find_mount(controller);
+    _cleanup_free_ char *path = own_path(controller);
+    if (!mnt || !path)
+        return NULL;
+    char *dir = pdk_path_join(mnt, path);
+    if (access(dir, W_OK) < 0) {
+        free(dir);
+        return NULL;
+    }
+    return dir;
+}
+
+static bool v2_controllers_ok(const char *dir, bool try_enable)
+{
+    _cleanup_free_ char *subtree = NULL;
+    _cleanup_free_ char *file = pdk_path_join(dir, "cgroup.subtree_control");
+    if (pdk_read_file_at(AT_FDCWD, file, &subtree, NULL, 4096) < 0)
+        return false;
+    bool ok = true;
+    for (int i = 0; i < CTRL_COUNT; i++)
+        if (!strstr(subtree, controller_names[i]))
+            ok = false;
+    if (ok || !try_enable)
+        return ok;
+    if (pdk_write_file_at(AT_FDCWD, file, "+memory +pids +cpu") < 0)
+        return false;
+    return v2_controllers_ok(dir, false);
+}
+
+static char *v2_base(bool try_enable)
+{
+    _cleanup_free_ char *mnt = find_mount(NULL);
+    _cleanup_free_ char *path = own_path(NULL);
+    if (!mnt || !path)
+        return NULL;
+    char *dir = pdk_path_join(mnt, path);
+    if (access(dir, W_OK) < 0 || !v2_controllers_ok(dir, try_enable)) {
+        free(dir);
+        return NULL;
+    }
+    return dir;
+}
+
+void pdk_cgroup_probe_run(pdk_cgroup_probe *out)
+{
+    memset(out, 0, sizeof(*out));
+    _cleanup_free_ char *v2mnt = find_mount(NULL);
+    out->v2_mounted = v2mnt != NULL;
+    _cleanup_free_ char *v2 = v2_base(false);
+    out->v2_delegated = v2 != NULL;
+    bool *v1[CTRL_COUNT] = {&out->v1_memory, &out->v1_pids, &out->v1_cpu};
+    for (int i = 0; i < CTRL_COUNT; i++) {
+        _cleanup_free_ char *d = v1_base(controller_names[i]);
+        *v1[i] = d != NULL;
+    }
+    if (out->v2_delegated) {
+        out->mode = PDK_CGROUP_V2;
+        snprintf(out->detail, sizeof(out->detail), "cgroup v2, delegated at %s", v2);
+    } else if (out->v1_memory && out->v1_pids) {
+        out->mode = PDK_CGROUP_V1;
+        snprintf(out->detail, sizeof(out->detail),
+                 "cgroup v1 controllers (memory, pids%s)%s", out->v1_cpu ? ", cpu" : "",
+                 out->v2_mounted ? "; cgroup v2 is mounted but not delegated with them" : "");
+    } else {
+        out->mode = PDK_CGROUP_NONE;
+        snprintf(out->detail, sizeof(out->detail),
+                 "no usable cgroup (need a delegated v2 cgroup, or root with v1 memory and "
+                 "pids controllers): only rlimits apply");
+    }
+}
+
+static int write_limit(const char *dir, const char *file, const char *value, pdk_error *err)
+{
+    _cleanup_free_ char *path = pdk_path_join(dir, file);
+    if (pdk_write_file_at(AT_FDCWD, path, value) < 0)
+        return pdk_error_set(err, errno, "cannot set %s to %s", path, value);
+    return 0;
+}
+
+static int setup_v2(pdk_cgroup *cg, const char *base, const char *name,
+                    const pdk_cgroup_limits *limits, pdk_error *err)
+{
+    cg->v2_dir = pdk_path_join(base, name);
+    if (mkdir(cg->v2_dir, 0755) < 0)
+        return pdk_error_set(err, errno, "cannot create cgroup %s", cg->v2_dir);
+    char v[64];
+    if (limits->memory_bytes > 0) {
+        snprintf(v, sizeof(v), "%lld", (long long)limits->memory_bytes);
+        if (write_limit(cg->v2_dir, "memory.max", v, err) < 0)
+            return -1;
+        _cleanup_free_ char *swap = pdk_path_join(cg->v2_dir, "memory.swap.max");
+        if (access(swap, F_OK) == 0)
+            (void)pdk_write_file_at(AT_FDCWD, swap, "0");
+    }
+    if (limits->pids > 0) {
+        snprintf(v, sizeof(v), "%lld", (long long)limits->pids);
+        if (write_limit(cg->v2_dir, "pids.max", v, err) < 0)
+            return -1;
+    }
+    if (limits->cpu_millicores > 0) {
+        snprintf(v, sizeof(v), "%lld 100000", (long long)limits->cpu_millicores * 100);
+        if (write_limit(cg->v2_dir, "cpu.max", v, err) < 0)
+            return -1;
+    }
+    cg->v2_fd = open(cg->v2_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (cg->v2_fd < 0)
+        return pdk_error_set(err, errno, "cannot open cgroup %s", cg->v2_dir);
+    cg->mode = PDK_CGROUP_V2;
+    return 0;
+}
+
+static int setup_v1(pdk_cgroup *cg, const char *name, const pdk_cgroup_limits *limits,
+                    pdk_error *err)
+{
+    cg->mode = PDK_CGROUP_V1;
+    const int64_t wanted[CTRL_COUNT] = {limits->memory_bytes, limits->pids,
+                                        limits->cpu_millicores};
+    for (int i = 0; i < CTRL_COUNT; i++) {
+        if (wanted[i] <= 0)
+            continue;
+        _cleanup_free_ char *base = v1_base(controller_names[i]);
+        if (!base) {
+            if (i == CTRL_CPU) {
+                pdk_warn("no cgroup v1 cpu controller: the cpu limit is not applied");
+                continue;
+            }
+            return pdk_error_set(err, 0, "no writable cgroup v1 %s controller",
+                                 controller_names[i]);
+        }
+        cg->v1_dirs[i] = pdk_path_join(base, name);
+        if (mkdir(cg->v1_dirs[i], 0755) < 0) {
+            int e = errno;
+            free(cg->v1_dirs[i]);
+            cg->v1_dirs[i] = NULL;
+            return pdk_error_set(err, e, "cannot create cgroup %s/%s", base, name);
+        }
+        char v[64];
+        switch (i) {
+        case CTRL_MEMORY: {
+            snprintf(v, sizeof(v), "%lld", (long long)wanted[i]);
+            if (write_limit(cg->v1_dirs[i], "memory.limit_in_bytes", v, err) < 0)
+                return -1;
+            _cleanup_free_ char *memsw =
+                pdk_path_join(cg->v1_dirs[i], "memory.memsw.limit_in_bytes");
+            if (access(memsw, F_OK) == 0 &&
+                write_limit(cg->v1_dirs[i], "memory.memsw.limit_in_bytes", v, err) < 0)
+                return -1;
+            break;
+        }
+        case CTRL_PIDS:
+            snprintf(v, sizeof(v), "%lld", (long long)wanted[i]);
+            if (write_limit(cg->v1_dirs[i], "pids.max", v, err) < 0)
+                return -1;
+            break;
+        case CTRL_CPU:
+            if (write_limit(cg->v1_dirs[i], "cpu.cfs_period_us", "100000", err) < 0)
+                return -1;
+            snprintf(v, sizeof(v), "%lld", (long long)wanted[i] * 100);
+            if (write_limit(cg->v1_dirs[i], "cpu.cfs_quota_us", v, err) < 0)
+                return -1;
+            break;
+        default:
+            break;
+        }
+    }
+    return 0;
+}
+
+int pdk_cgroup_create(const char *name, const pdk_cgroup_limits *limits, bool allow_missing,
+                      pdk_cgroup **out, pdk_error *err)
+{
+    *out = NULL;
+    if (limits->memory_bytes <= 0 && limits->pids <= 0 && limits->cpu_millicores <= 0)
+        return 0;
+    pdk_cgroup *cg = xcalloc(1, sizeof(*cg));
+    cg->v2_fd = -1;
+    _cleanup_free_ char *v2 = v2_base(geteuid() == 0);
+    int r;
+    if (v2) {
+        r = setup_v2(cg, v2, name, limits, err);
+    } else {
+        _cleanup_free_ char *mem = v1_base("memory");
+        _cleanup_free_ char *pids = v1_base("pids");
+        if ((limits->memory_bytes > 0 && !mem) || (limits->pids > 0 && !pids)) {
+            free(cg);
+            if (allow_missing) {
+                pdk_warn("no usable cgroup for memory/pids limits: only rlimits apply "
+                         "(see 'paddock doctor')");
+                return 0;
+            }
+            return pdk_error_set(err, 0,
+                                 "the policy sets memory/pids limits but no cgroup is usable "
+                                 "(see 'paddock doctor'): set limits.memory and limits.pids "
+                                 "to 0, or pass --allow-degraded");
+        }
+        r = setup_v1(cg, name, limits, err);
+    }
+    if (r < 0) {
+        pdk_cgroup_destroy(cg);
+        return -1;
+    }
+    *out = cg;
+    return 0;
+}
+
+int pdk_cgroup_clone_fd(const pdk_cgroup *cg)
+{
+    return cg && cg->mode == PDK_CGROUP_V2 ? cg->v2_fd : -1;
+}
+
+pdk_cgroup_mode pdk_cgroup_mode_of(const pdk_cgroup *cg)
+{
+    return cg ? cg->mode : PDK_CGROUP_NONE;
+}
+
+int pdk_cgroup_attach(pdk_cgroup *cg, pid_t pid, pdk_error *err)
+{
+    if (!cg || cg->mode != PDK_CGROUP_V1)
+        return 0;
+    char v[32];
+    snprintf(v, sizeof(v), "%d", (int)pid);
+    for (int i = 0; i < CTRL_COUNT; i++) {
+        if (!cg->v1_dirs[i])
+            continue;
+        if (write_limit(cg->v1_dirs[i], "cgroup.procs", v, err) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+void pdk_cgroup_destroy(pdk_cgroup *cg)
+{
+    if (!cg)
+        return;
+    if (cg->v2_fd >= 0)
+        close(cg->v2_fd);
+    if (cg->v2_dir && rmdir(cg->v2_dir) < 0 && errno != ENOENT)
+        pdk_warn("cannot remove cgroup %s: %s", cg->v2_dir, strerror(errno));
+    free(cg->v2_dir);
+    for (int i = 0; i < CTRL_COUNT; i++) {
+        if (cg->v1_dirs[i] && rmdir(cg->v1_dirs[i]) < 0 && errno != ENOENT)
+            pdk_warn("cannot remove cgroup %s: %s", cg->v1_dirs[i], strerror(errno));
+        free(cg->v1_dirs[i]);
+    }
+    free(cg);
+}

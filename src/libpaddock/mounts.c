@@ -1,1 +1,566 @@
-/* mounts.c: not written yet. */
+/* mounts.c: see mounts.h. */
+#include "mounts.h"
+
+#include "fsutil.h"
+#include "log.h"
+#include "sandbox_protocol.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/mount.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#ifndef MOUNT_ATTR_IDMAP
+#define MOUNT_ATTR_IDMAP 0x00100000
+#endif
+#ifndef AT_RECURSIVE
+#define AT_RECURSIVE 0x8000
+#endif
+
+/* Where the new root is assembled in the child's initial view. */
+#define NEWROOT "/tmp"
+/* Scratch directory inside the sandbox's fresh /tmp, removed before the command runs. */
+#define SCRATCH NEWROOT "/tmp/.paddock-setup"
+
+struct mount_attr_v0 {
+    uint64_t attr_set;
+    uint64_t attr_clr;
+    uint64_t propagation;
+    uint64_t userns_fd;
+};
+
+static int sys_open_tree(int dfd, const char *path, unsigned flags)
+{
+    return (int)syscall(SYS_open_tree, dfd, path, flags);
+}
+
+static int sys_move_mount(int from_dfd, const char *from, int to_dfd, const char *to,
+                          unsigned flags)
+{
+    return (int)syscall(SYS_move_mount, from_dfd, from, to_dfd, to, flags);
+}
+
+static int sys_mount_setattr(int dfd, const char *path, unsigned flags,
+                             struct mount_attr_v0 *attr)
+{
+    return (int)syscall(SYS_mount_setattr, dfd, path, flags, attr, sizeof(*attr));
+}
+
+static int sys_fsopen(const char *fs, unsigned flags)
+{
+    return (int)syscall(SYS_fsopen, fs, flags);
+}
+
+static int sys_fsconfig(int fd, unsigned cmd, const char *key, const void *value, int aux)
+{
+    return (int)syscall(SYS_fsconfig, fd, cmd, key, value, aux);
+}
+
+static int sys_fsmount(int fd, unsigned flags, unsigned attrs)
+{
+    return (int)syscall(SYS_fsmount, fd, flags, attrs);
+}
+
+/* ---- sources ------------------------------------------------------------------------ */
+
+static int open_source(const char *path, bool writable, int userns_fd, const char *what,
+                       pdk_error *err)
+{
+    _cleanup_close_ int fd = sys_open_tree(AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+    if (fd < 0)
+        return pdk_error_set(err, errno, "%s %s", what, path);
+    struct mount_attr_v0 attr = {0};
+    if (!writable)
+        attr.attr_set |= MOUNT_ATTR_RDONLY;
+    attr.attr_set |= MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+    if (userns_fd >= 0) {
+        attr.attr_set |= MOUNT_ATTR_IDMAP;
+        attr.userns_fd = (uint64_t)userns_fd;
+    }
+    if (sys_mount_setattr(fd, "", AT_EMPTY_PATH, &attr) < 0) {
+        if (userns_fd >= 0 && errno == EINVAL)
+            return pdk_error_set(err, 0,
+                                 "%s %s: its filesystem does not support idmapped mounts, "
+                                 "which paddock needs when started as root (run paddock as "
+                                 "a regular user, or use a directory on ext4, xfs, btrfs "
+                                 "or tmpfs)",
+                                 what, path);
+        return pdk_error_set(err, errno, "%s %s: mount_setattr", what, path);
+    }
+    return steal_fd(&fd);
+}
+
+int pdk_mounts_open_sources(const pdk_sandbox_config *cfg, int userns_fd,
+                            pdk_mount_sources *out, pdk_error *err)
+{
+    out->workspace = out->layers = -1;
+    out->bind_count = cfg->bind_count;
+    out->binds = xcalloc(cfg->bind_count + 1, sizeof(int));
+    for (size_t i = 0; i < cfg->bind_count; i++)
+        out->binds[i] = -1;
+    if (cfg->workspace) {
+        bool direct = cfg->workspace_mode == PDK_WORKSPACE_DIRECT;
+        out->workspace = open_source(cfg->workspace, direct, userns_fd, "workspace", err);
+        if (out->workspace < 0)
+            goto fail;
+        if (!direct) {
+            out->layers = open_source(cfg->layers_dir, true, userns_fd, "session layers", err);
+            if (out->layers < 0)
+                goto fail;
+        }
+    }
+    for (size_t i = 0; i < cfg->bind_count; i++) {
+        out->binds[i] = open_source(cfg->binds[i].source, cfg->binds[i].writable, userns_fd,
+                                    cfg->binds[i].writable ? "write path" : "read_allow path",
+                                    err);
+        if (out->binds[i] < 0)
+            goto fail;
+    }
+    return 0;
+fail:
+    pdk_mounts_close_sources(out);
+    return -1;
+}
+
+void pdk_mounts_close_sources(pdk_mount_sources *src)
+{
+    if (src->workspace >= 0)
+        close(src->workspace);
+    if (src->layers >= 0)
+        close(src->layers);
+    for (size_t i = 0; src->binds && i < src->bind_count; i++)
+        if (src->binds[i] >= 0)
+            close(src->binds[i]);
+    free(src->binds);
+    src->binds = NULL;
+    src->workspace = src->layers = -1;
+}
+
+size_t pdk_mounts_sources_to_fds(const pdk_mount_sources *src, int *fds, size_t max)
+{
+    size_t n = 0;
+    if (src->workspace >= 0 && n < max)
+        fds[n++] = src->workspace;
+    if (src->layers >= 0 && n < max)
+        fds[n++] = src->layers;
+    for (size_t i = 0; i < src->bind_count && n < max; i++)
+        fds[n++] = src->binds[i];
+    return n;
+}
+
+void pdk_mounts_sources_from_fds(const pdk_sandbox_config *cfg, const int *fds, size_t nfds,
+                                 pdk_mount_sources *out)
+{
+    size_t n = 0;
+    out->workspace = out->layers = -1;
+    out->bind_count = cfg->bind_count;
+    out->binds = xcalloc(cfg->bind_count + 1, sizeof(int));
+    if (cfg->workspace) {
+        out->workspace = n < nfds ? fds[n++] : -1;
+        if (cfg->workspace_mode == PDK_WORKSPACE_OVERLAY)
+            out->layers = n < nfds ? fds[n++] : -1;
+    }
+    for (size_t i = 0; i < cfg->bind_count; i++)
+        out->binds[i] = n < nfds ? fds[n++] : -1;
+}
+
+/* ---- building the tree (child side) ---------------------------------------------------- */
+
+typedef struct builder {
+    const pdk_sandbox_config *cfg;
+    const pdk_idmap *idmap;
+    int report_fd;
+    pdk_error *err;
+    char **covered; /* inside paths mounted over with a fresh tmpfs or a grant */
+} builder;
+
+static char *in_root(const char *path)
+{
+    return xasprintf(NEWROOT "%s", strcmp(path, "/") == 0 ? "" : path);
+}
+
+static bool is_covered_by(const builder *b, const char *path)
+{
+    for (size_t i = 0; b->covered && b->covered[i]; i++)
+        if (pdk_path_is_within(path, b->covered[i]))
+            return true;
+    return false;
+}
+
+/* Make sure the mount point inside_path exists in the tree being built: it may be created
+ * only where the tree is writable (beneath a tmpfs paddock mounted). */
+static int ensure_mountpoint(builder *b, const char *inside_path, bool dir)
+{
+    _cleanup_free_ char *p = in_root(inside_path);
+    struct stat st;
+    if (lstat(p, &st) == 0) {
+        if (S_ISLNK(st.st_mode))
+            return pdk_error_set(b->err, 0, "cannot mount on %s: it is a symlink", inside_path);
+        return 0;
+    }
+    if (!is_covered_by(b, inside_path))
+        return pdk_error_set(b->err, ENOENT, "cannot mount on %s", inside_path);
+    _cleanup_free_ char *parent = xstrdup(p);
+    char *slash = strrchr(parent, '/');
+    if (slash && slash != parent) {
+        *slash = '\0';
+        if (pdk_mkdir_p(parent, 0755) < 0)
+            return pdk_error_set(b->err, errno, "cannot create %s", parent);
+    }
+    if (dir) {
+        if (mkdir(p, 0755) < 0 && errno != EEXIST)
+            return pdk_error_set(b->err, errno, "cannot create mount point %s", inside_path);
+    } else {
+        int fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+        if (fd < 0)
+            return pdk_error_set(b->err, errno, "cannot create mount point %s", inside_path);
+        close(fd);
+    }
+    return 0;
+}
+
+static int mount_tmpfs(builder *b, const char *inside_path, const char *options,
+                       unsigned long flags)
+{
+    _cleanup_free_ char *p = in_root(inside_path);
+    if (mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV | flags, options) < 0)
+        return pdk_error_set(b->err, errno, "mounting a tmpfs on %s", inside_path);
+    pdk_strv_push(&b->covered, inside_path);
+    return 0;
+}
+
+static int bind_device(builder *b, const char *name)
+{
+    _cleanup_free_ char *src = xasprintf("/dev/%s", name);
+    _cleanup_free_ char *dst = xasprintf(NEWROOT "/dev/%s", name);
+    int fd = open(dst, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
+    if (fd < 0)
+        return pdk_error_set(b->err, errno, "creating %s", dst);
+    close(fd);
+    if (mount(src, dst, NULL, MS_BIND, NULL) < 0)
+        return pdk_error_set(b->err, errno, "binding %s", src);
+    return 0;
+}
+
+static int setup_dev(builder *b)
+{
+    if (mount_tmpfs(b, "/dev", "mode=0755,size=64k,nr_inodes=64", MS_NOEXEC) < 0)
+        return -1;
+    static const char *const devices[] = {"null", "zero", "full", "random", "urandom", "tty"};
+    for (size_t i = 0; i < PDK_ARRAY_SIZE(devices); i++)
+        if (bind_device(b, devices[i]) < 0)
+            return -1;
+    if (mkdir(NEWROOT "/dev/pts", 0755) < 0 || mkdir(NEWROOT "/dev/shm", 01777) < 0)
+        return pdk_error_set(b->err, errno, "creating /dev/pts and /dev/shm");
+    char opts[128];
+    bool tty_gid_mapped = b->idmap->privileged || b->idmap->inside_gid == 5;
+    snprintf(opts, sizeof(opts), "newinstance,ptmxmode=0666,mode=620%s",
+             tty_gid_mapped ? ",gid=5" : "");
+    if (mount("devpts", NEWROOT "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, opts) < 0)
+        return pdk_error_set(b->err, errno, "mounting a new devpts instance on /dev/pts");
+    if (mount_tmpfs(b, "/dev/shm", "mode=1777", 0) < 0)
+        return -1;
+    static const char *const links[][2] = {
+        {"pts/ptmx", "ptmx"},         {"/proc/self/fd", "fd"},
+        {"/proc/self/fd/0", "stdin"}, {"/proc/self/fd/1", "stdout"},
+        {"/proc/self/fd/2", "stderr"},
+    };
+    for (size_t i = 0; i < PDK_ARRAY_SIZE(links); i++) {
+        _cleanup_free_ char *dst = xasprintf(NEWROOT "/dev/%s", links[i][1]);
+        if (symlink(links[i][0], dst) < 0)
+            return pdk_error_set(b->err, errno, "creating /dev/%s", links[i][1]);
+    }
+    /* Nothing may be added to /dev once it is built. */
+    if (mount(NULL, NEWROOT "/dev", NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NOEXEC, NULL) <
+        0)
+        return pdk_error_set(b->err, errno, "making /dev read-only");
+    return 0;
+}
+
+static int attach(builder *b, int tree_fd, const char *inside_path, const char *what)
+{
+    _cleanup_free_ char *p = in_root(inside_path);
+    if (sys_move_mount(tree_fd, "", AT_FDCWD, p, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+        return pdk_error_set(b->err, errno, "mounting %s on %s", what, inside_path);
+    pdk_strv_push(&b->covered, inside_path);
+    return 0;
+}
+
+static int setup_workspace(builder *b, pdk_mount_sources *src)
+{
+    const pdk_sandbox_config *cfg = b->cfg;
+    if (!cfg->workspace)
+        return 0;
+    if (ensure_mountpoint(b, cfg->workspace, true) < 0)
+        return pdk_error_prefix(b->err, "workspace");
+    if (cfg->workspace_mode == PDK_WORKSPACE_DIRECT) {
+        if (attach(b, src->workspace, cfg->workspace, "the workspace") < 0)
+            return -1;
+        close(src->workspace);
+        src->workspace = -1;
+        return 0;
+    }
+    /* overlayfs wants paths: attach the layer trees in the scratch dir for the time of the
+     * mount; the overlay keeps private clones of them. */
+    if (pdk_mkdir_p(SCRATCH "/lower", 0700) < 0 || mkdir(SCRATCH "/layers", 0700) < 0)
+        return pdk_error_set(b->err, errno, "creating the overlay staging directories");
+    if (sys_move_mount(src->workspace, "", AT_FDCWD, SCRATCH "/lower",
+                       MOVE_MOUNT_F_EMPTY_PATH) < 0 ||
+        sys_move_mount(src->layers, "", AT_FDCWD, SCRATCH "/layers", MOVE_MOUNT_F_EMPTY_PATH) <
+            0)
+        return pdk_error_set(b->err, errno, "staging the overlay layers");
+    close(src->workspace);
+    close(src->layers);
+    src->workspace = src->layers = -1;
+
+    _cleanup_close_ int fs = sys_fsopen("overlay", FSOPEN_CLOEXEC);
+    if (fs < 0)
+        return pdk_error_set(b->err, errno,
+                             "overlayfs is not available (the kernel needs CONFIG_OVERLAY_FS; "
+                             "or use --workspace-mode direct)");
+    if (sys_fsconfig(fs, FSCONFIG_SET_STRING, "lowerdir", SCRATCH "/lower", 0) < 0 ||
+        sys_fsconfig(fs, FSCONFIG_SET_STRING, "upperdir", SCRATCH "/layers/upper", 0) < 0 ||
+        sys_fsconfig(fs, FSCONFIG_SET_STRING, "workdir", SCRATCH "/layers/work", 0) < 0 ||
+        sys_fsconfig(fs, FSCONFIG_SET_FLAG, "userxattr", NULL, 0) < 0 ||
+        sys_fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0) {
+        int e = errno;
+        char log[512] = "";
+        ssize_t n = read(fs, log, sizeof(log) - 1);
+        if (n > 0) {
+            log[n] = '\0';
+            log[strcspn(log, "\n")] = '\0';
+        }
+        return pdk_error_set(b->err, e, "mounting the workspace overlay%s%s", n > 0 ? ": " : "",
+                             n > 0 ? log : "");
+    }
+    _cleanup_close_ int mnt = sys_fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+    if (mnt < 0)
+        return pdk_error_set(b->err, errno, "fsmount of the workspace overlay");
+    if (attach(b, mnt, cfg->workspace, "the workspace overlay") < 0)
+        return -1;
+    if (umount2(SCRATCH "/lower", MNT_DETACH) < 0 || umount2(SCRATCH "/layers", MNT_DETACH) < 0)
+        return pdk_error_set(b->err, errno, "unmounting the overlay staging directories");
+    return 0;
+}
+
+static int compare_bind_targets(const void *a, const void *b)
+{
+    const pdk_bind *x = *(const pdk_bind *const *)a, *y = *(const pdk_bind *const *)b;
+    size_t lx = strlen(x->target), ly = strlen(y->target);
+    return lx < ly ? -1 : lx > ly ? 1 : strcmp(x->target, y->target);
+}
+
+static int setup_binds(builder *b, pdk_mount_sources *src)
+{
+    const pdk_sandbox_config *cfg = b->cfg;
+    if (cfg->bind_count == 0)
+        return 0;
+    /* Shallow targets first, so that a bind inside another lands on top of it. */
+    const pdk_bind **order = xcalloc(cfg->bind_count, sizeof(*order));
+    for (size_t i = 0; i < cfg->bind_count; i++)
+        order[i] = &cfg->binds[i];
+    qsort(order, cfg->bind_count, sizeof(*order), compare_bind_targets);
+    int ret = 0;
+    for (size_t k = 0; k < cfg->bind_count && ret == 0; k++) {
+        size_t i = (size_t)(order[k] - cfg->binds);
+        struct stat st;
+        if (fstat(src->binds[i], &st) < 0) {
+            ret = pdk_error_set(b->err, errno, "bind source %s", cfg->binds[i].source);
+            break;
+        }
+        if (ensure_mountpoint(b, cfg->binds[i].target, S_ISDIR(st.st_mode)) < 0 ||
+            attach(b, src->binds[i], cfg->binds[i].target, cfg->binds[i].source) < 0) {
+            ret = -1;
+            break;
+        }
+        close(src->binds[i]);
+        src->binds[i] = -1;
+    }
+    free(order);
+    return ret;
+}
+
+/* A read-only empty directory or file over path (which exists in the tree). */
+static int mask_path(builder *b, const char *inside_path)
+{
+    _cleanup_free_ char *p = in_root(inside_path);
+    struct stat st;
+    if (lstat(p, &st) < 0 || S_ISLNK(st.st_mode))
+        return 0; /* nothing there to hide (a symlink's target is hidden on its own) */
+    if (S_ISDIR(st.st_mode)) {
+        if (mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY,
+                  "mode=0500,size=4k,nr_inodes=1") < 0)
+            return pdk_error_set(b->err, errno, "hiding %s", inside_path);
+        return 0;
+    }
+    int fd = open(SCRATCH "/empty", O_WRONLY | O_CREAT | O_CLOEXEC, 0400);
+    if (fd < 0)
+        return pdk_error_set(b->err, errno, "creating the empty file for hiding");
+    close(fd);
+    if (mount(SCRATCH "/empty", p, NULL, MS_BIND, NULL) < 0 ||
+        mount(NULL, p, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+              NULL) < 0)
+        return pdk_error_set(b->err, errno, "hiding %s", inside_path);
+    return 0;
+}
+
+static int setup_hidden(builder *b)
+{
+    for (size_t i = 0; b->cfg->hide_paths && b->cfg->hide_paths[i]; i++)
+        if (mask_path(b, b->cfg->hide_paths[i]) < 0)
+            return -1;
+    return 0;
+}
+
+/* Read-only bind of path over itself. */
+static int make_readonly(builder *b, const char *p, const char *inside_path)
+{
+    _cleanup_close_ int tree = sys_open_tree(AT_FDCWD, p, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+    if (tree < 0)
+        return pdk_error_set(b->err, errno, "protecting %s", inside_path);
+    struct mount_attr_v0 attr = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
+                                             MOUNT_ATTR_NODEV};
+    if (sys_mount_setattr(tree, "", AT_EMPTY_PATH, &attr) < 0)
+        return pdk_error_set(b->err, errno, "protecting %s", inside_path);
+    if (sys_move_mount(tree, "", AT_FDCWD, p, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+        return pdk_error_set(b->err, errno, "protecting %s", inside_path);
+    return 0;
+}
+
+static int setup_protected(builder *b)
+{
+    for (size_t i = 0; b->cfg->protect_paths && b->cfg->protect_paths[i]; i++) {
+        _cleanup_free_ char *inside = xstrdup(b->cfg->protect_paths[i]);
+        size_t len = strlen(inside);
+        while (len > 1 && inside[len - 1] == '/')
+            inside[--len] = '\0';
+        _cleanup_free_ char *p = in_root(inside);
+        struct stat st;
+        if (lstat(p, &st) == 0) {
+            if (S_ISLNK(st.st_mode)) {
+                pdk_debug("not protecting %s: it is a symlink", inside);
+                continue;
+            }
+            if (make_readonly(b, p, inside) < 0)
+                return -1;
+            continue;
+        }
+        if (errno != ENOENT || !b->cfg->make_placeholders || !b->cfg->workspace ||
+            !pdk_path_is_within(inside, b->cfg->workspace))
+            continue;
+        /* Missing: an empty read-only directory stands in its place, so it cannot be
+         * created, and git ignores it. Only where the parent exists. */
+        _cleanup_free_ char *parent = xstrdup(p);
+        *strrchr(parent, '/') = '\0';
+        struct stat pst;
+        if (lstat(parent, &pst) < 0 || !S_ISDIR(pst.st_mode))
+            continue;
+        if (mkdir(p, 0755) < 0) {
+            if (errno == EROFS || errno == EACCES || errno == EPERM)
+                continue; /* a read-only place: nothing can be created there anyway */
+            return pdk_error_set(b->err, errno, "creating a placeholder for %s", inside);
+        }
+        if (pdk__msg_send(b->report_fd, PDK_MSG_PLACEHOLDER, 0, inside, NULL, 0) < 0)
+            return pdk_error_set(b->err, errno, "reporting placeholder %s", inside);
+        if (make_readonly(b, p, inside) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int pivot(builder *b)
+{
+    if (chdir(NEWROOT) < 0)
+        return pdk_error_set(b->err, errno, "chdir to the new root");
+    if (syscall(SYS_pivot_root, ".", ".") < 0)
+        return pdk_error_set(b->err, errno, "pivot_root");
+    if (umount2(".", MNT_DETACH) < 0)
+        return pdk_error_set(b->err, errno, "detaching the old root");
+    if (chdir("/") < 0)
+        return pdk_error_set(b->err, errno, "chdir /");
+    return 0;
+}
+
+int pdk_mounts_build(const pdk_sandbox_config *cfg, pdk_mount_sources *src,
+                     const pdk_idmap *idmap, int report_fd, pdk_error *err)
+{
+    builder b = {.cfg = cfg, .idmap = idmap, .report_fd = report_fd, .err = err};
+    int ret = -1;
+
+    /* The host root, read-only, private, as a detached recursive clone. */
+    _cleanup_close_ int root =
+        sys_open_tree(AT_FDCWD, "/", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+    if (root < 0) {
+        pdk_error_set(err, errno, "cloning the host root (open_tree)");
+        goto out;
+    }
+    struct mount_attr_v0 attr = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
+                                             MOUNT_ATTR_NODEV,
+                                 .propagation = MS_PRIVATE};
+    if (sys_mount_setattr(root, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr) < 0) {
+        pdk_error_set(err, errno, "making the host root read-only (mount_setattr)");
+        goto out;
+    }
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
+        pdk_error_set(err, errno, "making the mount namespace private");
+        goto out;
+    }
+    if (sys_move_mount(root, "", AT_FDCWD, NEWROOT, MOVE_MOUNT_F_EMPTY_PATH) < 0) {
+        pdk_error_set(err, errno, "attaching the new root");
+        goto out;
+    }
+
+    if (setup_dev(&b) < 0)
+        goto out;
+    if (mount("proc", NEWROOT "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0) {
+        pdk_error_set(err, errno, "mounting /proc");
+        goto out;
+    }
+    if (mount_tmpfs(&b, "/tmp", "mode=1777", 0) < 0 || mount_tmpfs(&b, "/run", "mode=0755", 0) < 0)
+        goto out;
+    struct stat st;
+    if (lstat(NEWROOT "/var/run", &st) == 0 && S_ISDIR(st.st_mode) &&
+        mount_tmpfs(&b, "/var/run", "mode=0755", 0) < 0)
+        goto out;
+    if (pdk_mkdir_p(SCRATCH, 0700) < 0) {
+        pdk_error_set(err, errno, "creating %s", SCRATCH);
+        goto out;
+    }
+    if (cfg->home && strcmp(cfg->home, "/") != 0 && !is_covered_by(&b, cfg->home)) {
+        char opts[96];
+        snprintf(opts, sizeof(opts), "mode=0700,uid=%u,gid=%u", (unsigned)idmap->inside_uid,
+                 (unsigned)idmap->inside_gid);
+        if (ensure_mountpoint(&b, cfg->home, true) < 0) {
+            pdk_warn("%s: $HOME stays hidden only by what hides its parts", err->message);
+            pdk_error_clear(err);
+        } else if (mount_tmpfs(&b, cfg->home, opts, 0) < 0) {
+            goto out;
+        }
+    }
+    if (setup_workspace(&b, src) < 0 || setup_binds(&b, src) < 0 || setup_hidden(&b) < 0 ||
+        setup_protected(&b) < 0)
+        goto out;
+
+    unlink(SCRATCH "/empty");
+    if (rmdir(SCRATCH "/lower") < 0 && errno != ENOENT) {
+        pdk_error_set(err, errno, "removing %s/lower", SCRATCH);
+        goto out;
+    }
+    rmdir(SCRATCH "/layers");
+    if (rmdir(SCRATCH) < 0) {
+        pdk_error_set(err, errno, "removing %s", SCRATCH);
+        goto out;
+    }
+    if (pivot(&b) < 0)
+        goto out;
+    ret = 0;
+out:
+    pdk_strv_free(b.covered);
+    return ret;
+}

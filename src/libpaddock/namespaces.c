@@ -1,1 +1,113 @@
-/* namespaces.c: not written yet. */
+/* namespaces.c: see namespaces.h. */
+#include "namespaces.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/sched.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* The first range of at least PDK_HOST_ID_COUNT ids given to "root" in an /etc/sub[ug]id
+ * style file, else 0. */
+static uint32_t subid_base(const char *file)
+{
+    FILE *f = fopen(file, "re");
+    if (!f)
+        return 0;
+    char line[256];
+    uint32_t base = 0;
+    while (fgets(line, sizeof(line), f)) {
+        char name[128];
+        unsigned long start, count;
+        if (sscanf(line, "%127[^:]:%lu:%lu", name, &start, &count) != 3)
+            continue;
+        if ((strcmp(name, "root") == 0 || strcmp(name, "0") == 0) &&
+            count >= PDK_HOST_ID_COUNT && start > 0 && start < 0xffff0000ul) {
+            base = (uint32_t)start;
+            break;
+        }
+    }
+    fclose(f);
+    return base;
+}
+
+void pdk_idmap_init(pdk_idmap *map)
+{
+    memset(map, 0, sizeof(*map));
+    map->inside_uid = getuid();
+    map->inside_gid = getgid();
+    if (geteuid() == 0) {
+        map->privileged = true;
+        uint32_t ubase = subid_base("/etc/subuid");
+        uint32_t gbase = subid_base("/etc/subgid");
+        map->host_uid_base = ubase ? ubase : PDK_HOST_ID_BASE;
+        map->host_gid_base = gbase ? gbase : PDK_HOST_ID_BASE;
+        map->count = PDK_HOST_ID_COUNT;
+        if (map->inside_uid >= map->count)
+            map->inside_uid = 0;
+        if (map->inside_gid >= map->count)
+            map->inside_gid = 0;
+    } else {
+        map->host_uid_base = getuid();
+        map->host_gid_base = getgid();
+        map->count = 1;
+    }
+}
+
+uid_t pdk_idmap_host_uid(const pdk_idmap *map, uid_t inside)
+{
+    if (map->privileged)
+        return map->host_uid_base + inside;
+    return map->host_uid_base;
+}
+
+pid_t pdk_clone3(uint64_t flags, int *pidfd, int cgroup_fd)
+{
+    struct clone_args args;
+    memset(&args, 0, sizeof(args));
+    args.flags = flags | CLONE_PIDFD;
+    args.pidfd = (uint64_t)(uintptr_t)pidfd;
+    args.exit_signal = SIGCHLD;
+    if (cgroup_fd >= 0) {
+        args.flags |= CLONE_INTO_CGROUP;
+        args.cgroup = (uint64_t)cgroup_fd;
+    }
+    return (pid_t)syscall(SYS_clone3, &args, sizeof(args));
+}
+
+static int write_proc(pid_t pid, const char *file, const char *content, pdk_error *err)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, file);
+    if (pdk_write_file_at(AT_FDCWD, path, content) < 0)
+        return pdk_error_set(err, errno, "cannot write %s (\"%s\")", path, content);
+    return 0;
+}
+
+int pdk_idmap_write(const pdk_idmap *map, pid_t pid, pdk_error *err)
+{
+    char buf[128];
+    if (map->privileged) {
+        snprintf(buf, sizeof(buf), "0 %u %u\n", (unsigned)map->host_uid_base,
+                 (unsigned)map->count);
+        if (write_proc(pid, "uid_map", buf, err) < 0)
+            return -1;
+        snprintf(buf, sizeof(buf), "0 %u %u\n", (unsigned)map->host_gid_base,
+                 (unsigned)map->count);
+        return write_proc(pid, "gid_map", buf, err);
+    }
+    snprintf(buf, sizeof(buf), "%u %u 1\n", (unsigned)map->inside_uid,
+             (unsigned)map->host_uid_base);
+    if (write_proc(pid, "uid_map", buf, err) < 0)
+        return -1;
+    if (write_proc(pid, "setgroups", "deny", err) < 0)
+        return -1;
+    snprintf(buf, sizeof(buf), "%u %u 1\n", (unsigned)map->inside_gid,
+             (unsigned)map->host_gid_base);
+    return write_proc(pid, "gid_map", buf, err);
+}

@@ -1,1 +1,230 @@
-/* sandbox.c: not written yet. */
+/* sandbox.c: the supervisor side of starting a sandbox. See sandbox.h for the sequence. */
+#include "sandbox.h"
+
+#include "cgroup.h"
+#include "log.h"
+#include "mounts.h"
+#include "sandbox_child.h"
+#include "sandbox_protocol.h"
+#include "supervisor.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static void kill_and_reap(pid_t pid, int pidfd)
+{
+    if (pidfd >= 0)
+        syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+    else
+        kill(pid, SIGKILL);
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+}
+
+static void exec_failure_message(const pdk_supervisor_outcome *o, pdk_sandbox_result *res)
+{
+    const char *cmd = o->exec_command;
+    switch (o->exec_errno) {
+    case ENOENT:
+    case ENOTDIR:
+        res->exit_status = PDK_EXIT_NOT_FOUND;
+        if (strchr(cmd, '/'))
+            snprintf(res->message, sizeof(res->message),
+                     "cannot run '%s': no such file in the sandbox (check the path; only the "
+                     "workspace and the host's read-only root are visible)",
+                     cmd);
+        else
+            snprintf(res->message, sizeof(res->message),
+                     "cannot run '%s': command not found in the sandbox's PATH (install it, "
+                     "or give its full path)",
+                     cmd);
+        break;
+    case EACCES:
+        res->exit_status = PDK_EXIT_CANNOT_EXECUTE;
+        snprintf(res->message, sizeof(res->message),
+                 "cannot run '%s': permission denied (is it executable? files under /tmp "
+                 "and $HOME inside the sandbox are not)",
+                 cmd);
+        break;
+    case ENOEXEC:
+        res->exit_status = PDK_EXIT_CANNOT_EXECUTE;
+        snprintf(res->message, sizeof(res->message),
+                 "cannot run '%s': not an executable format (add a #! line, or run it with "
+                 "its interpreter)",
+                 cmd);
+        break;
+    default:
+        res->exit_status = PDK_EXIT_CANNOT_EXECUTE;
+        snprintf(res->message, sizeof(res->message), "cannot run '%s': %s", cmd,
+                 strerror(o->exec_errno));
+        break;
+    }
+}
+
+static void fill_result(const pdk_supervisor_outcome *o, pdk_sandbox_result *res)
+{
+    res->started = o->started;
+    res->timed_out = o->timed_out;
+    if (o->exec_failed) {
+        exec_failure_message(o, res);
+    } else if (o->exited) {
+        int s = o->wait_status;
+        res->exit_status = WIFEXITED(s) ? WEXITSTATUS(s) : 128 + WTERMSIG(s);
+    } else if (o->timed_out) {
+        res->exit_status = 128 + SIGKILL;
+    } else if (o->setup_failed) {
+        res->exit_status = PDK_EXIT_PADDOCK_FAILED;
+        snprintf(res->message, sizeof(res->message), "sandbox setup failed: %.990s",
+                 o->message);
+    } else {
+        int s = o->init_wait_status;
+        res->exit_status = PDK_EXIT_PADDOCK_FAILED;
+        if (WIFSIGNALED(s))
+            snprintf(res->message, sizeof(res->message),
+                     "the sandbox's init was killed by signal %d before the command finished",
+                     WTERMSIG(s));
+        else
+            snprintf(res->message, sizeof(res->message),
+                     "the sandbox's init exited (status %d) before the command finished",
+                     WEXITSTATUS(s));
+    }
+}
+
+int pdk_sandbox_run(const pdk_sandbox_config *cfg, pdk_sandbox_result *res, pdk_error *err)
+{
+    memset(res, 0, sizeof(*res));
+    res->exit_status = PDK_EXIT_PADDOCK_FAILED;
+
+    for (size_t i = 0; i < cfg->pass_fd_count; i++)
+        if (fcntl(cfg->pass_fds[i], F_GETFD) < 0)
+            return pdk_error_set(err, 0, "--pass-fd %d: fd %d is not open in paddock",
+                                 cfg->pass_fds[i], cfg->pass_fds[i]);
+
+    pdk_idmap idmap;
+    pdk_idmap_init(&idmap);
+
+    /* 1. Everything that can be prepared before the clone. */
+    pdk_seccomp_program seccomp;
+    pdk_seccomp_options sopts = {.nested_userns = cfg->nested_userns};
+    if (pdk_seccomp_build(&sopts, &seccomp, err) < 0)
+        return -1;
+    pdk_cgroup *cgroup = NULL;
+    pdk_cgroup_limits limits = {cfg->memory_bytes, cfg->pids, cfg->cpu_millicores};
+    if (pdk_cgroup_create(cfg->cgroup_name, &limits, cfg->allow_degraded, &cgroup, err) < 0) {
+        pdk_seccomp_program_free(&seccomp);
+        return -1;
+    }
+    pdk_supervisor *sup = pdk_supervisor_new(err);
+    if (!sup) {
+        pdk_cgroup_destroy(cgroup);
+        pdk_seccomp_program_free(&seccomp);
+        return -1;
+    }
+    int sock[2] = {-1, -1};
+    int pidfd = -1;
+    pid_t pid = -1;
+    int ret = -1;
+    pdk_mount_sources sources = {.workspace = -1, .layers = -1};
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sock) < 0) {
+        pdk_error_set(err, errno, "socketpair");
+        goto out;
+    }
+
+    pdk__child_args args = {
+        .cfg = cfg,
+        .idmap = &idmap,
+        .seccomp = &seccomp,
+        .sync_fd = sock[1],
+        .v1_cgroup = pdk_cgroup_mode_of(cgroup) == PDK_CGROUP_V1,
+        .have_cgroup = cgroup != NULL,
+    };
+
+    /* 2. One clone3 with every namespace; all signals blocked across it so that the child
+     * starts with none pending and no handler of ours runs in it. */
+    sigset_t all;
+    sigfillset(&all);
+    sigprocmask(SIG_SETMASK, &all, &args.original_mask);
+    pid = pdk_clone3(PDK_NAMESPACE_FLAGS, &pidfd, pdk_cgroup_clone_fd(cgroup));
+    if (pid == 0) {
+        close(sock[0]);
+        pdk__sandbox_child_main(&args);
+    }
+    int clone_errno = errno;
+    sigprocmask(SIG_SETMASK, &args.original_mask, NULL);
+    close(sock[1]);
+    sock[1] = -1;
+    if (pid < 0) {
+        if (clone_errno == EPERM || clone_errno == ENOSPC || clone_errno == EINVAL)
+            pdk_error_set(err, clone_errno,
+                          "cannot create the sandbox's namespaces (clone3); are user "
+                          "namespaces enabled? see 'paddock doctor'");
+        else
+            pdk_error_set(err, clone_errno, "clone3");
+        goto out;
+    }
+
+    /* 3. Maps, cgroup, bind sources, go. */
+    if (pdk_idmap_write(&idmap, pid, err) < 0 || pdk_cgroup_attach(cgroup, pid, err) < 0)
+        goto kill;
+    if (idmap.privileged) {
+        char path[64];
+        snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
+        _cleanup_close_ int userns = open(path, O_RDONLY | O_CLOEXEC);
+        if (userns < 0) {
+            pdk_error_set(err, errno, "opening %s", path);
+            goto kill;
+        }
+        if (pdk_mounts_open_sources(cfg, userns, &sources, err) < 0)
+            goto kill;
+    }
+    int fds[PDK_MSG_MAX_FDS];
+    size_t nfds = idmap.privileged ? pdk_mounts_sources_to_fds(&sources, fds, PDK_MSG_MAX_FDS)
+                                   : 0;
+    if (pdk__msg_send(sock[0], PDK_MSG_GO, 0, NULL, fds, nfds) < 0) {
+        pdk_error_set(err, errno, "starting the sandbox");
+        goto kill;
+    }
+    pdk_mounts_close_sources(&sources);
+
+    /* 5. Supervise. */
+    pdk_supervisor_outcome outcome;
+    memset(&outcome, 0, sizeof(outcome));
+    if (pdk_supervisor_run(sup, pid, pidfd, sock[0], cfg->timeout_seconds, cfg->tty, &outcome,
+                           err) < 0) {
+        pdk_strv_free(outcome.placeholders);
+        goto kill;
+    }
+    fill_result(&outcome, res);
+    res->placeholders = outcome.placeholders;
+    ret = 0;
+    goto out;
+
+kill:
+    kill_and_reap(pid, pidfd);
+out:
+    pdk_mounts_close_sources(&sources);
+    if (sock[0] >= 0)
+        close(sock[0]);
+    if (sock[1] >= 0)
+        close(sock[1]);
+    if (pidfd >= 0)
+        close(pidfd);
+    pdk_supervisor_free(sup);
+    pdk_cgroup_destroy(cgroup);
+    pdk_seccomp_program_free(&seccomp);
+    return ret;
+}
+
+void pdk_sandbox_result_free(pdk_sandbox_result *res)
+{
+    pdk_strv_free(res->placeholders);
+    res->placeholders = NULL;
+}

@@ -1,1 +1,335 @@
-/* sandbox_child.c: not written yet. */
+/* sandbox_child.c: the child of the clone. It builds the sandbox as pid 1 of the new pid
+ * namespace, forks the command, and stays as its init: it reaps orphans, forwards signals
+ * from the supervisor, and when the command exits it reports the status and exits, which
+ * makes the kernel kill everything left in the namespace. */
+#include "sandbox_child.h"
+
+#include "capabilities.h"
+#include "fsutil.h"
+#include "landlock.h"
+#include "log.h"
+#include "mounts.h"
+#include "sandbox_protocol.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <net/if.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+
+static int sync_fd = -1;
+
+static PDK_NORETURN PDK_PRINTF(1, 2) void die(const char *fmt, ...)
+{
+    char text[PDK_MSG_TEXT_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof(text), fmt, ap);
+    va_end(ap);
+    if (sync_fd < 0 || pdk__msg_send(sync_fd, PDK_MSG_ERROR, 0, text, NULL, 0) < 0) {
+        char line[PDK_MSG_TEXT_MAX + 32];
+        int n = snprintf(line, sizeof(line), "paddock: %s\n", text);
+        (void)!write(STDERR_FILENO, line, (size_t)n);
+    }
+    _exit(PDK_EXIT_PADDOCK_FAILED);
+}
+
+static PDK_NORETURN void die_error(const pdk_error *err)
+{
+    die("%s", err->message);
+}
+
+static void loopback_up(void)
+{
+    int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (s < 0)
+        die("socket for loopback setup: %s", strerror(errno));
+    struct ifreq ifr;
+    memset(&ifr, 0, sizeof(ifr));
+    strncpy(ifr.ifr_name, "lo", sizeof(ifr.ifr_name) - 1);
+    if (ioctl(s, SIOCGIFFLAGS, &ifr) < 0)
+        die("reading the loopback interface's flags: %s", strerror(errno));
+    ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+    if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0)
+        die("bringing up loopback: %s", strerror(errno));
+    close(s);
+}
+
+static void set_rlimits(const pdk_sandbox_config *cfg, bool have_pids_cgroup)
+{
+    struct rlimit core = {0, 0};
+    if (setrlimit(RLIMIT_CORE, &core) < 0)
+        die("setrlimit(RLIMIT_CORE): %s", strerror(errno));
+    if (cfg->pids > 0 && !have_pids_cgroup) {
+        struct rlimit nproc = {(rlim_t)cfg->pids, (rlim_t)cfg->pids};
+        if (setrlimit(RLIMIT_NPROC, &nproc) < 0)
+            die("setrlimit(RLIMIT_NPROC): %s", strerror(errno));
+    }
+}
+
+static int build_landlock(const pdk_sandbox_config *cfg)
+{
+    if (cfg->landlock_abi <= 0)
+        return -1;
+    char **write = NULL;
+    pdk_strv_push(&write, "/tmp");
+    pdk_strv_push(&write, "/dev/shm");
+    if (cfg->home && strcmp(cfg->home, "/") != 0)
+        pdk_strv_push(&write, cfg->home);
+    if (cfg->workspace)
+        pdk_strv_push(&write, cfg->workspace);
+    for (size_t i = 0; i < cfg->bind_count; i++)
+        if (cfg->binds[i].writable)
+            pdk_strv_push(&write, cfg->binds[i].target);
+    char *read[] = {"/", NULL};
+    char *devices[] = {"/dev", "/proc", NULL};
+    pdk_landlock_spec spec = {
+        .abi = cfg->landlock_abi,
+        .read_paths = read,
+        .write_paths = write,
+        .device_paths = devices,
+        .restrict_tcp_bind = cfg->restrict_tcp_bind,
+        .tcp_bind = cfg->tcp_bind,
+        .tcp_bind_count = cfg->tcp_bind_count,
+        .restrict_tcp_connect = cfg->restrict_tcp_connect,
+        .tcp_connect = cfg->tcp_connect,
+        .tcp_connect_count = cfg->tcp_connect_count,
+    };
+    const char *what = "landlock";
+    int fd = pdk_landlock_build(&spec, &what);
+    int saved = errno;
+    pdk_strv_free(write);
+    if (fd < 0)
+        die("%s: %s", what, strerror(saved));
+    return fd;
+}
+
+/* --tty: a pty from the sandbox's own devpts; the master goes to the supervisor. */
+static int open_pty(char *slave_path, size_t len)
+{
+    int master = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (master < 0)
+        die("opening /dev/ptmx for --tty: %s", strerror(errno));
+    if (grantpt(master) < 0 || unlockpt(master) < 0 || ptsname_r(master, slave_path, len) != 0)
+        die("setting up the pty for --tty: %s", strerror(errno));
+    if (pdk__msg_send(sync_fd, PDK_MSG_PTY, 0, NULL, &master, 1) < 0)
+        die("passing the pty to the supervisor: %s", strerror(errno));
+    return master;
+}
+
+/* execve through the sandbox's PATH, keeping the most telling errno (as execvp does). */
+static int exec_command(char *const *argv, char *const *envp)
+{
+    const char *cmd = argv[0];
+    if (strchr(cmd, '/')) {
+        execve(cmd, argv, envp);
+        return errno;
+    }
+    const char *path = NULL;
+    for (size_t i = 0; envp[i]; i++)
+        if (strncmp(envp[i], "PATH=", 5) == 0)
+            path = envp[i] + 5;
+    if (!path || !*path)
+        path = "/usr/local/bin:/usr/bin:/bin";
+    int best = ENOENT;
+    char full[4096];
+    for (const char *p = path; p;) {
+        const char *colon = strchr(p, ':');
+        size_t n = colon ? (size_t)(colon - p) : strlen(p);
+        if (n == 0)
+            snprintf(full, sizeof(full), "%s", cmd);
+        else
+            snprintf(full, sizeof(full), "%.*s/%s", (int)n, p, cmd);
+        execve(full, argv, envp);
+        if (errno != ENOENT && errno != ENOTDIR && errno != ESTALE)
+            best = errno;
+        p = colon ? colon + 1 : NULL;
+    }
+    return best;
+}
+
+static PDK_NORETURN void command_main(const pdk__child_args *args, int ruleset_fd,
+                                      const char *pty_slave, int exec_report_fd)
+{
+    const pdk_sandbox_config *cfg = args->cfg;
+    /* Default dispositions (exec keeps ignored signals ignored) and the caller's mask. */
+    for (int sig = 1; sig < NSIG; sig++)
+        signal(sig, SIG_DFL);
+    sigprocmask(SIG_SETMASK, &args->original_mask, NULL);
+
+    if (setsid() < 0)
+        _exit(PDK_EXIT_PADDOCK_FAILED);
+    if (pty_slave) {
+        int slave = open(pty_slave, O_RDWR | O_CLOEXEC);
+        if (slave < 0 || ioctl(slave, TIOCSCTTY, 0) < 0 || dup2(slave, 0) < 0 ||
+            dup2(slave, 1) < 0 || dup2(slave, 2) < 0)
+            _exit(PDK_EXIT_PADDOCK_FAILED);
+        close(slave);
+    }
+    if (ruleset_fd >= 0) {
+        if (pdk_landlock_restrict(ruleset_fd) < 0) {
+            int e = errno;
+            (void)!write(exec_report_fd, &e, sizeof(e));
+            _exit(PDK_EXIT_PADDOCK_FAILED);
+        }
+        close(ruleset_fd);
+    }
+    /* Every fd but 0, 1, 2 and the passed ones is closed at exec. */
+    syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
+    for (size_t i = 0; i < cfg->pass_fd_count; i++) {
+        int fl = fcntl(cfg->pass_fds[i], F_GETFD);
+        if (fl >= 0)
+            fcntl(cfg->pass_fds[i], F_SETFD, fl & ~FD_CLOEXEC);
+    }
+    if (chdir(cfg->cwd) < 0 && (!cfg->workspace || chdir(cfg->workspace) < 0) && chdir("/") < 0)
+        _exit(PDK_EXIT_PADDOCK_FAILED);
+    int e = exec_command(cfg->argv, cfg->envp);
+    int report[2] = {-1, e};
+    (void)!write(exec_report_fd, report, sizeof(report));
+    _exit(e == ENOENT ? PDK_EXIT_NOT_FOUND : PDK_EXIT_CANNOT_EXECUTE);
+}
+
+/* The init loop: forward signals, reap, report the command's status. */
+static PDK_NORETURN void init_loop(pid_t command)
+{
+    sigset_t all;
+    sigfillset(&all);
+    for (;;) {
+        siginfo_t info;
+        int sig = sigwaitinfo(&all, &info);
+        if (sig < 0) {
+            if (errno == EINTR)
+                continue;
+            die("sigwaitinfo: %s", strerror(errno));
+        }
+        if (sig != SIGCHLD) {
+            kill(command, sig);
+            continue;
+        }
+        for (;;) {
+            int status;
+            pid_t pid = waitpid(-1, &status, WNOHANG);
+            if (pid <= 0)
+                break;
+            if (pid == command) {
+                pdk__msg_send(sync_fd, PDK_MSG_EXIT, status, NULL, NULL, 0);
+                /* Our exit kills everything left in the pid namespace. */
+                _exit(0);
+            }
+        }
+    }
+}
+
+void pdk__sandbox_child_main(const pdk__child_args *args)
+{
+    const pdk_sandbox_config *cfg = args->cfg;
+    const pdk_idmap *idmap = args->idmap;
+    sync_fd = args->sync_fd;
+
+    /* Everything is blocked: init takes signals with sigwaitinfo. */
+    sigset_t all;
+    sigfillset(&all);
+    sigprocmask(SIG_SETMASK, &all, NULL);
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+        die("prctl(PR_SET_PDEATHSIG): %s", strerror(errno));
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+
+    pdk_msg msg;
+    int fds[PDK_MSG_MAX_FDS];
+    size_t nfds = PDK_MSG_MAX_FDS;
+    int r = pdk__msg_recv(sync_fd, &msg, fds, &nfds, 0);
+    if (r <= 0 || msg.type != PDK_MSG_GO)
+        _exit(PDK_EXIT_PADDOCK_FAILED); /* the supervisor is gone or gave up */
+
+    if (idmap->privileged) {
+        if (setgroups(0, NULL) < 0)
+            die("setgroups: %s", strerror(errno));
+        if (setresgid(idmap->inside_gid, idmap->inside_gid, idmap->inside_gid) < 0 ||
+            setresuid(0, 0, 0) < 0)
+            die("switching to the sandbox's ids: %s", strerror(errno));
+    }
+    if (args->v1_cgroup && unshare(CLONE_NEWCGROUP) < 0)
+        die("entering a cgroup namespace rooted at the sandbox's cgroup: %s", strerror(errno));
+
+    pdk_mount_sources src;
+    pdk_error err = {0};
+    if (idmap->privileged) {
+        pdk_mounts_sources_from_fds(cfg, fds, nfds, &src);
+    } else if (pdk_mounts_open_sources(cfg, -1, &src, &err) < 0) {
+        die_error(&err);
+    }
+    if (pdk_mounts_build(cfg, &src, idmap, sync_fd, &err) < 0)
+        die_error(&err);
+    pdk_mounts_close_sources(&src);
+
+    if (cfg->hostname && sethostname(cfg->hostname, strlen(cfg->hostname)) < 0)
+        die("sethostname: %s", strerror(errno));
+    loopback_up();
+    if (!cfg->nested_userns)
+        (void)pdk_write_file_at(AT_FDCWD, "/proc/sys/user/max_user_namespaces", "0");
+
+    int ruleset = build_landlock(cfg);
+    char slave[128] = "";
+    int master = cfg->tty ? open_pty(slave, sizeof(slave)) : -1;
+    set_rlimits(cfg, args->have_cgroup);
+
+    const char *what = "";
+    if (pdk_caps_drop_all(&what) < 0)
+        die("%s: %s", what, strerror(errno));
+    if (pdk_seccomp_install(args->seccomp) < 0)
+        die("installing the seccomp filter: %s", strerror(errno));
+
+    int report[2];
+    if (pipe2(report, O_CLOEXEC) < 0)
+        die("pipe: %s", strerror(errno));
+    pid_t command = fork();
+    if (command < 0)
+        die("fork of the command: %s", strerror(errno));
+    if (command == 0) {
+        close(report[0]);
+        if (master >= 0)
+            close(master);
+        command_main(args, ruleset, cfg->tty ? slave : NULL, report[1]);
+    }
+    close(report[1]);
+    if (ruleset >= 0)
+        close(ruleset);
+    if (master >= 0)
+        close(master);
+    /* init keeps nothing the caller left open (the command has its own copies). */
+    for (int fd = 3; fd < 1024; fd++)
+        if (fd != sync_fd && fd != report[0])
+            close(fd);
+
+    int rep[2] = {0, 0};
+    ssize_t n;
+    do {
+        n = read(report[0], rep, sizeof(rep));
+    } while (n < 0 && errno == EINTR);
+    close(report[0]);
+    if (n == (ssize_t)sizeof(rep)) {
+        pdk__msg_send(sync_fd, PDK_MSG_EXEC_FAILED, rep[1], cfg->argv[0], NULL, 0);
+        _exit(rep[1] == ENOENT ? PDK_EXIT_NOT_FOUND : PDK_EXIT_CANNOT_EXECUTE);
+    } else if (n == (ssize_t)sizeof(int)) {
+        die("landlock_restrict_self: %s", strerror(rep[0]));
+    }
+    pdk__msg_send(sync_fd, PDK_MSG_STARTED, command, NULL, NULL, 0);
+    init_loop(command);
+}

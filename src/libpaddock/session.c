@@ -1,1 +1,404 @@
-/* session.c: not written yet. */
+/* session.c: see session.h. */
+#include "session.h"
+
+#include "fsutil.h"
+#include "log.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SESSION_FILE "session.json"
+#define SESSION_FORMAT 1
+
+bool pdk_session_name_valid(const char *name)
+{
+    size_t n = strlen(name);
+    if (n == 0 || n > 64 || name[0] == '.' || name[0] == '-')
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = name[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '_' || c == '-'))
+            return false;
+    }
+    return true;
+}
+
+static char *generate_id(void)
+{
+    unsigned char rnd[3] = {0};
+    if (getrandom(rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t)sizeof(rnd)) {
+        uint64_t t = pdk_now_monotonic_ns();
+        memcpy(rnd, &t, sizeof(rnd));
+    }
+    time_t now = time(NULL);
+    struct tm tm;
+    localtime_r(&now, &tm);
+    return xasprintf("%04d%02d%02d-%02d%02d%02d-%02x%02x%02x", tm.tm_year + 1900, tm.tm_mon + 1,
+                     tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, rnd[0], rnd[1], rnd[2]);
+}
+
+static pdk_session *session_new(const char *state_dir, const char *id)
+{
+    pdk_session *s = xcalloc(1, sizeof(*s));
+    s->id = xstrdup(id);
+    _cleanup_free_ char *sessions = pdk_path_join(state_dir, "sessions");
+    s->dir = pdk_path_join(sessions, id);
+    s->dir_fd = -1;
+    s->lock_fd = -1;
+    s->last_exit = -1;
+    return s;
+}
+
+void pdk_session_free(pdk_session *s)
+{
+    if (!s)
+        return;
+    if (s->lock_fd >= 0)
+        close(s->lock_fd);
+    if (s->dir_fd >= 0)
+        close(s->dir_fd);
+    free(s->id);
+    free(s->workspace);
+    free(s->dir);
+    pdk_strv_free(s->placeholders);
+    pdk_strv_free(s->protected_paths);
+    for (size_t i = 0; i < s->committed_count; i++)
+        free(s->committed[i].path);
+    free(s->committed);
+    free(s);
+}
+
+static json_t *strv_to_json(char *const *strv)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; strv && strv[i]; i++)
+        json_array_append_new(a, json_string(strv[i]));
+    return a;
+}
+
+static char **json_to_strv(json_t *a)
+{
+    char **v = xcalloc(1, sizeof(char *));
+    size_t i;
+    json_t *item;
+    json_array_foreach(a, i, item)
+    {
+        if (json_is_string(item))
+            pdk_strv_push(&v, json_string_value(item));
+    }
+    return v;
+}
+
+int pdk_session_save(const pdk_session *s, bool durable, pdk_error *err)
+{
+    json_t *root = json_object();
+    json_object_set_new(root, "format", json_integer(SESSION_FORMAT));
+    json_object_set_new(root, "id", json_string(s->id));
+    json_object_set_new(root, "named", json_boolean(s->named));
+    json_object_set_new(root, "workspace", json_string(s->workspace));
+    json_object_set_new(root, "mode",
+                        json_string(s->mode == PDK_WORKSPACE_DIRECT ? "direct" : "overlay"));
+    json_object_set_new(root, "created_ns", json_integer(s->created_ns));
+    json_object_set_new(root, "baseline_ns", json_integer(s->baseline_ns));
+    json_object_set_new(root, "last_run_ns", json_integer(s->last_run_ns));
+    json_object_set_new(root, "runs", json_integer(s->runs));
+    json_object_set_new(root, "last_exit", json_integer(s->last_exit));
+    json_object_set_new(root, "owner_uid", json_integer(s->owner_uid));
+    json_object_set_new(root, "placeholders", strv_to_json(s->placeholders));
+    json_object_set_new(root, "protected", strv_to_json(s->protected_paths));
+    json_t *committed = json_array();
+    for (size_t i = 0; i < s->committed_count; i++) {
+        json_t *c = json_object();
+        json_object_set_new(c, "path", json_string(s->committed[i].path));
+        json_object_set_new(c, "ctime_ns", json_integer(s->committed[i].ctime_ns));
+        json_array_append_new(committed, c);
+    }
+    json_object_set_new(root, "committed", committed);
+    char *text = json_dumps(root, JSON_INDENT(2) | JSON_SORT_KEYS);
+    json_decref(root);
+    if (!text)
+        return pdk_error_set(err, ENOMEM, "session %s: cannot encode metadata", s->id);
+    size_t len = strlen(text);
+    int r = pdk_write_file_atomic(s->dir_fd, SESSION_FILE, text, len, 0600, durable);
+    int saved = errno;
+    free(text);
+    if (r < 0)
+        return pdk_error_set(err, saved, "session %s: cannot write %s/%s", s->id, s->dir,
+                             SESSION_FILE);
+    return 0;
+}
+
+static int session_load(pdk_session *s, pdk_error *err)
+{
+    _cleanup_free_ char *text = NULL;
+    size_t len = 0;
+    if (pdk_read_file_at(s->dir_fd, SESSION_FILE, &text, &len, 16u << 20) < 0) {
+        if (errno == ENOENT)
+            return pdk_error_set(err, 0,
+                                 "session %s is incomplete (%s/%s is missing; a run was "
+                                 "interrupted while it started): remove it with 'paddock "
+                                 "discard %s'",
+                                 s->id, s->dir, SESSION_FILE, s->id);
+        return pdk_error_set(err, errno, "session %s: cannot read %s", s->id, SESSION_FILE);
+    }
+    json_error_t jerr;
+    json_t *root = json_loadb(text, len, 0, &jerr);
+    if (!root || !json_is_object(root)) {
+        json_decref(root);
+        return pdk_error_set(err, 0,
+                             "session %s: %s/%s is corrupt (line %d: %s): discard the session",
+                             s->id, s->dir, SESSION_FILE, jerr.line, jerr.text);
+    }
+    const char *ws = json_string_value(json_object_get(root, "workspace"));
+    const char *mode = json_string_value(json_object_get(root, "mode"));
+    if (!ws || ws[0] != '/' || !mode) {
+        json_decref(root);
+        return pdk_error_set(err, 0, "session %s: %s lacks workspace or mode", s->id,
+                             SESSION_FILE);
+    }
+    s->workspace = xstrdup(ws);
+    s->mode = strcmp(mode, "direct") == 0 ? PDK_WORKSPACE_DIRECT : PDK_WORKSPACE_OVERLAY;
+    s->named = json_is_true(json_object_get(root, "named"));
+    s->created_ns = json_integer_value(json_object_get(root, "created_ns"));
+    s->baseline_ns = json_integer_value(json_object_get(root, "baseline_ns"));
+    s->last_run_ns = json_integer_value(json_object_get(root, "last_run_ns"));
+    s->runs = (int)json_integer_value(json_object_get(root, "runs"));
+    json_t *le = json_object_get(root, "last_exit");
+    s->last_exit = le ? (int)json_integer_value(le) : -1;
+    s->owner_uid = (uid_t)json_integer_value(json_object_get(root, "owner_uid"));
+    s->placeholders = json_to_strv(json_object_get(root, "placeholders"));
+    s->protected_paths = json_to_strv(json_object_get(root, "protected"));
+    json_t *committed = json_object_get(root, "committed");
+    size_t i;
+    json_t *c;
+    json_array_foreach(committed, i, c)
+    {
+        const char *p = json_string_value(json_object_get(c, "path"));
+        if (p)
+            pdk_session_note_committed(s, p,
+                                       json_integer_value(json_object_get(c, "ctime_ns")));
+    }
+    json_decref(root);
+    return 0;
+}
+
+int pdk_session_lock(pdk_session *s, pdk_error *err)
+{
+    if (s->lock_fd >= 0)
+        return 0;
+    _cleanup_close_ int fd =
+        openat(s->dir_fd, "lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        return pdk_error_set(err, errno, "session %s: cannot open its lock", s->id);
+    if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+        if (errno != EWOULDBLOCK)
+            return pdk_error_set(err, errno, "session %s: cannot lock", s->id);
+        char buf[32] = {0};
+        ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+        int holder = n > 0 ? atoi(buf) : 0;
+        if (holder > 0)
+            return pdk_error_set(err, 0,
+                                 "session %s is in use by paddock pid %d (wait for it to end, "
+                                 "or use another --session)",
+                                 s->id, holder);
+        return pdk_error_set(err, 0, "session %s is in use by another paddock", s->id);
+    }
+    char pid[32];
+    int n = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
+    if (ftruncate(fd, 0) == 0)
+        (void)!pwrite(fd, pid, (size_t)n, 0);
+    s->lock_fd = steal_fd(&fd);
+    return 0;
+}
+
+void pdk_session_unlock(pdk_session *s)
+{
+    if (s->lock_fd >= 0) {
+        close(s->lock_fd);
+        s->lock_fd = -1;
+    }
+}
+
+int pdk_session_create(const char *state_dir, const char *name, const char *workspace,
+                       pdk_workspace_mode mode, pdk_session **out, pdk_error *err)
+{
+    if (name && !pdk_session_name_valid(name))
+        return pdk_error_set(err, 0,
+                             "invalid session name '%s' (use 1-64 letters, digits, '.', '_' "
+                             "or '-', not starting with '.' or '-')",
+                             name);
+    _cleanup_free_ char *sessions = pdk_path_join(state_dir, "sessions");
+    if (mkdir(sessions, 0700) < 0 && errno != EEXIST)
+        return pdk_error_set(err, errno, "cannot create %s", sessions);
+    _cleanup_close_ int sessions_fd = open(sessions, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (sessions_fd < 0)
+        return pdk_error_set(err, errno, "cannot open %s", sessions);
+
+    _cleanup_free_ char *id = NULL;
+    for (int attempt = 0;; attempt++) {
+        free(id);
+        id = name ? xstrdup(name) : generate_id();
+        if (mkdirat(sessions_fd, id, 0700) == 0)
+            break;
+        if (errno == EEXIST && !name && attempt < 16)
+            continue;
+        if (errno == EEXIST)
+            return pdk_error_set(err, 0, "session %s already exists", id);
+        return pdk_error_set(err, errno, "cannot create session directory %s/%s", sessions,
+                             id);
+    }
+    pdk_session *s = session_new(state_dir, id);
+    s->named = name != NULL;
+    s->workspace = xstrdup(workspace);
+    s->mode = mode;
+    s->created_ns = pdk_now_realtime_ns();
+    struct timespec coarse;
+    clock_gettime(CLOCK_REALTIME_COARSE, &coarse);
+    s->baseline_ns = (int64_t)coarse.tv_sec * 1000000000 + coarse.tv_nsec;
+    s->owner_uid = getuid();
+    s->placeholders = xcalloc(1, sizeof(char *));
+    s->protected_paths = xcalloc(1, sizeof(char *));
+    s->dir_fd = openat(sessions_fd, id, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    if (s->dir_fd < 0) {
+        pdk_error_set(err, errno, "cannot open %s", s->dir);
+        goto fail;
+    }
+    if (pdk_session_lock(s, err) < 0)
+        goto fail;
+    if (mode == PDK_WORKSPACE_OVERLAY &&
+        (mkdirat(s->dir_fd, "upper", 0755) < 0 || mkdirat(s->dir_fd, "work", 0700) < 0)) {
+        pdk_error_set(err, errno, "cannot create the layers of session %s", id);
+        goto fail;
+    }
+    if (pdk_session_save(s, false, err) < 0)
+        goto fail;
+    *out = s;
+    return 0;
+fail:
+    pdk_rm_rf_at(sessions_fd, id);
+    pdk_session_free(s);
+    return -1;
+}
+
+int pdk_session_open(const char *state_dir, const char *id, pdk_session **out, pdk_error *err)
+{
+    if (!pdk_session_name_valid(id))
+        return pdk_error_set(err, 0, "'%s' is not a session id (see 'paddock sessions')", id);
+    pdk_session *s = session_new(state_dir, id);
+    s->dir_fd = open(s->dir, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    if (s->dir_fd < 0) {
+        int e = errno;
+        pdk_session_free(s);
+        if (e == ENOENT)
+            return pdk_error_set(err, 0, "no session named '%s' (see 'paddock sessions')", id);
+        return pdk_error_set(err, e, "cannot open session %s", id);
+    }
+    if (session_load(s, err) < 0) {
+        pdk_session_free(s);
+        return -1;
+    }
+    *out = s;
+    return 0;
+}
+
+int pdk_session_open_upper(const pdk_session *s, pdk_error *err)
+{
+    int fd = openat(s->dir_fd, "upper", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return pdk_error_set(err, errno, "session %s: cannot open its layer %s/upper", s->id,
+                             s->dir);
+    return fd;
+}
+
+int pdk_session_remove(pdk_session *s, pdk_error *err)
+{
+    _cleanup_free_ char *parent = xstrdup(s->dir);
+    char *slash = strrchr(parent, '/');
+    if (!slash)
+        return pdk_error_set(err, EINVAL, "session %s: bad directory %s", s->id, s->dir);
+    *slash = '\0';
+    _cleanup_close_ int pfd = open(parent, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (pfd < 0)
+        return pdk_error_set(err, errno, "cannot open %s", parent);
+    /* Rename first so that a crash half-way never leaves a half-removed session that
+     * still looks like one. */
+    _cleanup_free_ char *doomed = xasprintf(".removing.%s.%d", s->id, (int)getpid());
+    if (renameat(pfd, s->id, pfd, doomed) < 0)
+        return pdk_error_set(err, errno, "cannot remove session %s", s->id);
+    if (pdk_rm_rf_at(pfd, doomed) < 0)
+        return pdk_error_set(err, errno, "session %s: cannot remove %s/%s", s->id, parent,
+                             doomed);
+    return 0;
+}
+
+static int compare_created(const void *a, const void *b)
+{
+    const pdk_session *x = *(pdk_session *const *)a, *y = *(pdk_session *const *)b;
+    if (x->created_ns != y->created_ns)
+        return x->created_ns < y->created_ns ? -1 : 1;
+    return strcmp(x->id, y->id);
+}
+
+int pdk_session_list(const char *state_dir, pdk_session ***out, size_t *count, pdk_error *err)
+{
+    *out = NULL;
+    *count = 0;
+    _cleanup_free_ char *sessions = pdk_path_join(state_dir, "sessions");
+    _cleanup_closedir_ DIR *d = opendir(sessions);
+    if (!d) {
+        if (errno == ENOENT)
+            return 0;
+        return pdk_error_set(err, errno, "cannot list %s", sessions);
+    }
+    pdk_session **list = NULL;
+    size_t n = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (de->d_name[0] == '.')
+            continue;
+        pdk_session *s = NULL;
+        pdk_error e = {0};
+        if (pdk_session_open(state_dir, de->d_name, &s, &e) < 0) {
+            pdk_warn("%s", e.message);
+            continue;
+        }
+        list = xrealloc(list, (n + 1) * sizeof(*list));
+        list[n++] = s;
+    }
+    if (n > 1)
+        qsort(list, n, sizeof(*list), compare_created);
+    *out = list;
+    *count = n;
+    return 0;
+}
+
+void pdk_session_list_free(pdk_session **list, size_t count)
+{
+    for (size_t i = 0; i < count; i++)
+        pdk_session_free(list[i]);
+    free(list);
+}
+
+void pdk_session_note_committed(pdk_session *s, const char *path, int64_t ctime_ns)
+{
+    for (size_t i = 0; i < s->committed_count; i++) {
+        if (strcmp(s->committed[i].path, path) == 0) {
+            s->committed[i].ctime_ns = ctime_ns;
+            return;
+        }
+    }
+    s->committed = xrealloc(s->committed, (s->committed_count + 1) * sizeof(*s->committed));
+    s->committed[s->committed_count].path = xstrdup(path);
+    s->committed[s->committed_count].ctime_ns = ctime_ns;
+    s->committed_count++;
+}

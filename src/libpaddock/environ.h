@@ -1,0 +1,27 @@
+/* environ.h: the environment a sandboxed command gets.
+ *
+ * An allowlist of harmless variables from the caller (PATH, LANG, LC_*, TERM, TZ, HOME,
+ * USER, SHELL, ...), plus what the policy passes by name or prefix glob, plus what it sets.
+ * Names that look like secrets (*TOKEN*, *SECRET*, *KEY*, *PASSWORD*, *PASSWD*,
+ * *CREDENTIAL*, *PRIVATE*; any case) are dropped unless the policy passes them by their
+ * exact name.
+ */
+#ifndef PADDOCK_ENVIRON_H
+#define PADDOCK_ENVIRON_H
+
+#include "policy.h"
+
+bool pdk_environ_name_looks_secret(const char *name);
+
+/* Variables paddock sets itself; NULL fields are left alone. */
+typedef struct pdk_environ_extra {
+    const char *home;    /* HOME inside */
+    const char *pwd;     /* PWD inside */
+    const char *session; /* PADDOCK_SESSION */
+} pdk_environ_extra;
+
+/* A new NULL-terminated "NAME=VALUE" vector. */
+char **pdk_environ_build(char *const *host_env, const pdk_policy *policy,
+                         const pdk_environ_extra *extra);
+
+#endif

@@ -1,0 +1,44 @@
+/* mounts.h: the sandbox's mount tree.
+ *
+ * Sources (the workspace, the session's layers, the policy's binds) are detached mount
+ * trees made with open_tree(OPEN_TREE_CLONE). Started as root they are made by the
+ * supervisor and idmapped onto the sandbox's user namespace (so that files keep their real
+ * owners on disk while the sandbox's uid 0 is an unprivileged host uid); otherwise the child
+ * makes them itself. The child then builds the tree:
+ *   host root, read-only, nosuid, nodev (a recursive clone of /)
+ *   /dev      tmpfs with null zero full random urandom tty, a new devpts, shm
+ *   /proc     fresh, of the new pid namespace
+ *   /tmp /run tmpfs (host sockets under /run and the host's /tmp are out of sight)
+ *   $HOME     empty tmpfs; the policy's binds inside it
+ *   workspace overlayfs (session layer as upper) or a direct bind
+ *   hidden    credential locations, read_deny and the state dir: empty and read-only
+ *   protected read-only binds over themselves; missing ones: empty read-only directories
+ * and pivots into it.
+ */
+#ifndef PADDOCK_MOUNTS_H
+#define PADDOCK_MOUNTS_H
+
+#include "sandbox.h"
+
+typedef struct pdk_mount_sources {
+    int workspace; /* -1: none */
+    int layers;    /* -1: none (direct mode) */
+    int *binds;    /* cfg->bind_count entries */
+    size_t bind_count;
+} pdk_mount_sources;
+
+/* Make the source trees. userns_fd >= 0 idmaps them onto that user namespace. */
+int pdk_mounts_open_sources(const pdk_sandbox_config *cfg, int userns_fd,
+                            pdk_mount_sources *out, pdk_error *err);
+void pdk_mounts_close_sources(pdk_mount_sources *src);
+/* Flatten into fds[] (for SCM_RIGHTS) and back. */
+size_t pdk_mounts_sources_to_fds(const pdk_mount_sources *src, int *fds, size_t max);
+void pdk_mounts_sources_from_fds(const pdk_sandbox_config *cfg, const int *fds, size_t nfds,
+                                 pdk_mount_sources *out);
+
+/* Child side: build the tree and pivot into it. report_fd receives PDK_MSG_PLACEHOLDER
+ * messages. Returns 0 or -1 with err. */
+int pdk_mounts_build(const pdk_sandbox_config *cfg, pdk_mount_sources *src,
+                     const pdk_idmap *idmap, int report_fd, pdk_error *err);
+
+#endif

@@ -1,0 +1,47 @@
+/* namespaces.h: one clone3() with every namespace flag, and the uid/gid maps.
+ *
+ * Started as root, the sandbox's user namespace maps 65536 ids starting at inside 0 to an
+ * unprivileged host range (PDK_HOST_ID_BASE, or root's range in /etc/subuid), so nothing in
+ * the sandbox is host root. Started by another user, the caller's own uid/gid is mapped to
+ * itself (the only mapping an unprivileged user may write).
+ */
+#ifndef PADDOCK_NAMESPACES_H
+#define PADDOCK_NAMESPACES_H
+
+#include "error.h"
+
+#include <sched.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Host uid/gid range for sandboxes started by root when /etc/subuid has no entry. */
+#define PDK_HOST_ID_BASE  1879048192u /* 0x70000000 */
+#define PDK_HOST_ID_COUNT 65536u
+
+#define PDK_NAMESPACE_FLAGS                                                                \
+    (CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS |            \
+     CLONE_NEWNET | CLONE_NEWCGROUP)
+
+typedef struct pdk_idmap {
+    bool privileged;   /* started as root: a range is mapped, layers are idmapped */
+    uid_t inside_uid;  /* the command's uid inside (the caller's uid) */
+    gid_t inside_gid;
+    uid_t host_uid_base; /* privileged: inside 0 = host base; else the caller's uid */
+    gid_t host_gid_base;
+    uint32_t count;
+} pdk_idmap;
+
+/* Decide the mapping for the calling process. */
+void pdk_idmap_init(pdk_idmap *map);
+
+/* Host uid that inside uid maps to (for messages and tests). */
+uid_t pdk_idmap_host_uid(const pdk_idmap *map, uid_t inside);
+
+/* clone3() with flags; returns the child's pid (0 in the child) and a pidfd in *pidfd.
+ * cgroup_fd >= 0 adds CLONE_INTO_CGROUP. */
+pid_t pdk_clone3(uint64_t flags, int *pidfd, int cgroup_fd);
+
+/* Write uid_map, setgroups and gid_map of pid (the supervisor side). */
+int pdk_idmap_write(const pdk_idmap *map, pid_t pid, pdk_error *err);
+
+#endif

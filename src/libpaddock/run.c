@@ -1,0 +1,379 @@
+/* run.c: see run.h. */
+#include "run.h"
+
+#include "changes.h"
+#include "environ.h"
+#include "fsutil.h"
+#include "landlock.h"
+#include "log.h"
+#include "policy.h"
+#include "sandbox.h"
+#include "statedir.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+extern char **environ;
+
+typedef struct run_state {
+    const pdk_run_options *opt;
+    pdk_policy *policy;
+    char *state_dir;
+    char *home;
+    char *workspace;
+    pdk_session *session;
+    bool session_created;
+    pdk_sandbox_config cfg;
+} run_state;
+
+static bool is_credential_location(const run_state *st, const char *path)
+{
+    for (size_t i = 0; pdk_builtin_hidden_home[i]; i++) {
+        _cleanup_free_ char *hidden = pdk_path_join(st->home, pdk_builtin_hidden_home[i]);
+        if (pdk_path_is_within(path, hidden))
+            return true;
+    }
+    for (size_t i = 0; st->policy->read_deny && st->policy->read_deny[i]; i++)
+        if (pdk_path_is_within(path, st->policy->read_deny[i]))
+            return true;
+    return pdk_path_is_within(path, st->state_dir);
+}
+
+static void add_hidden(char ***list, const char *path)
+{
+    pdk_strv_push(list, path);
+    char real[PATH_MAX];
+    if (realpath(path, real) && strcmp(real, path) != 0)
+        pdk_strv_push(list, real);
+}
+
+static int resolve_workspace(run_state *st, pdk_error *err)
+{
+    const char *given = st->opt->workspace;
+    _cleanup_free_ char *cwd = getcwd(NULL, 0);
+    if (!given && st->session && !st->session_created)
+        given = st->session->workspace;
+    if (!given)
+        given = cwd;
+    if (!given)
+        return pdk_error_set(err, errno, "cannot determine the current directory");
+    char real[PATH_MAX];
+    if (!realpath(given, real))
+        return pdk_error_set(err, errno,
+                             "workspace %s does not exist (create it, or pass --workspace DIR)",
+                             given);
+    struct stat sb;
+    if (stat(real, &sb) < 0 || !S_ISDIR(sb.st_mode))
+        return pdk_error_set(err, 0, "workspace %s is not a directory (pass --workspace DIR)",
+                             given);
+    if (strcmp(real, "/") == 0)
+        return pdk_error_set(err, 0, "the workspace cannot be / (pass --workspace DIR with a "
+                                     "project directory)");
+    if (pdk_path_is_within(st->state_dir, real) || pdk_path_is_within(real, st->state_dir))
+        return pdk_error_set(err, 0,
+                             "workspace %s overlaps paddock's state dir %s (choose another "
+                             "workspace, or set PADDOCK_STATE_DIR elsewhere)",
+                             real, st->state_dir);
+    st->workspace = xstrdup(real);
+    return 0;
+}
+
+static int open_session(run_state *st, pdk_error *err)
+{
+    const pdk_run_options *opt = st->opt;
+    if (opt->session_name) {
+        pdk_error e = {0};
+        if (pdk_session_open(st->state_dir, opt->session_name, &st->session, &e) == 0) {
+            if (pdk_session_lock(st->session, err) < 0)
+                return -1;
+            return 0;
+        }
+        if (!strstr(e.message, "no session named")) {
+            *err = e;
+            return -1;
+        }
+    }
+    return 1; /* create after the workspace is known */
+}
+
+static int check_session_workspace(run_state *st, pdk_error *err)
+{
+    pdk_session *s = st->session;
+    if (strcmp(s->workspace, st->workspace) != 0)
+        return pdk_error_set(err, 0,
+                             "session %s belongs to workspace %s, not %s (run it with "
+                             "--workspace %s, or choose another --session)",
+                             s->id, s->workspace, st->workspace, s->workspace);
+    if (s->mode != st->opt->workspace_mode)
+        return pdk_error_set(err, 0,
+                             "session %s uses --workspace-mode %s (continue it in that mode, or "
+                             "choose another --session)",
+                             s->id, s->mode == PDK_WORKSPACE_DIRECT ? "direct" : "overlay");
+    return 0;
+}
+
+static void add_protected(run_state *st, char ***abs, char ***rel, const char *entry,
+                          const char *root, bool record)
+{
+    if (entry[0] == '/') {
+        pdk_strv_push(abs, entry);
+        if (record && pdk_path_is_within(entry, root))
+            pdk_strv_push(rel, pdk_path_relative(entry, root));
+        return;
+    }
+    char *p = pdk_path_join(root, entry);
+    if (pdk_str_has_suffix(entry, "/")) {
+        char *q = xasprintf("%s/", p);
+        free(p);
+        p = q;
+    }
+    pdk_strv_push_take(abs, p);
+    if (record)
+        pdk_strv_push(rel, entry);
+}
+
+static int build_config(run_state *st, pdk_error *err)
+{
+    const pdk_run_options *opt = st->opt;
+    const pdk_policy *pol = st->policy;
+    pdk_sandbox_config *cfg = &st->cfg;
+    cfg->argv = opt->argv;
+    cfg->home = xstrdup(st->home);
+    cfg->hostname = xstrdup("paddock");
+    cfg->workspace = xstrdup(st->workspace);
+    cfg->workspace_mode = opt->workspace_mode;
+    if (opt->workspace_mode == PDK_WORKSPACE_OVERLAY)
+        cfg->layers_dir = xstrdup(st->session->dir);
+    _cleanup_free_ char *cwd = getcwd(NULL, 0);
+    cfg->cwd = xstrdup(cwd && pdk_path_is_within(cwd, st->workspace) ? cwd : st->workspace);
+
+    /* Binds: what the policy grants, minus credential locations listed by mistake. */
+    for (int pass = 0; pass < 2; pass++) {
+        char **list = pass == 0 ? pol->read_allow : pol->write;
+        for (size_t i = 0; list && list[i]; i++) {
+            if (is_credential_location(st, list[i])) {
+                pdk_warn("%s is a credential location and stays hidden (remove it from the "
+                         "policy's filesystem.%s)",
+                         list[i], pass == 0 ? "read_allow" : "write");
+                continue;
+            }
+            struct stat sb;
+            if (stat(list[i], &sb) < 0) {
+                pdk_warn("filesystem.%s: %s does not exist; not bound",
+                         pass == 0 ? "read_allow" : "write", list[i]);
+                continue;
+            }
+            cfg->binds = xrealloc(cfg->binds, (cfg->bind_count + 1) * sizeof(pdk_bind));
+            pdk_bind *b = &cfg->binds[cfg->bind_count++];
+            b->source = xstrdup(list[i]);
+            b->target = xstrdup(list[i]);
+            b->writable = pass == 1;
+        }
+    }
+
+    /* Hidden: the credential list, read_deny, the state dir (also where they really are,
+     * when they are symlinks). */
+    for (size_t i = 0; pdk_builtin_hidden_home[i]; i++) {
+        _cleanup_free_ char *p = pdk_path_join(st->home, pdk_builtin_hidden_home[i]);
+        add_hidden(&cfg->hide_paths, p);
+    }
+    for (size_t i = 0; pol->read_deny && pol->read_deny[i]; i++)
+        add_hidden(&cfg->hide_paths, pol->read_deny[i]);
+    add_hidden(&cfg->hide_paths, st->state_dir);
+
+    /* Protected: the built-in list and the policy's, in the workspace and in every writable
+     * bind; the workspace-relative ones are recorded for commit. */
+    char **rel = NULL;
+    for (int pass = 0; pass < 2; pass++) {
+        char *const *list = pass == 0 ? (char *const *)pdk_builtin_protected : pol->protect;
+        for (size_t i = 0; list && list[i]; i++) {
+            add_protected(st, &cfg->protect_paths, &rel, list[i], st->workspace, true);
+            for (size_t b = 0; b < cfg->bind_count; b++)
+                if (cfg->binds[b].writable && list[i][0] != '/')
+                    add_protected(st, &cfg->protect_paths, &rel, list[i], cfg->binds[b].target,
+                                  false);
+        }
+    }
+    pdk_strv_free(st->session->protected_paths);
+    st->session->protected_paths = rel ? rel : xcalloc(1, sizeof(char *));
+    cfg->make_placeholders = opt->workspace_mode == PDK_WORKSPACE_OVERLAY;
+
+    cfg->pass_fds = opt->pass_fds;
+    cfg->pass_fd_count = opt->pass_fd_count;
+    cfg->tty = opt->tty;
+    cfg->landlock_abi = pdk_landlock_abi();
+    if (pdk_landlock_check_abi(cfg->landlock_abi, pol->landlock_min_abi, opt->allow_degraded,
+                               err) < 0)
+        return -1;
+    cfg->restrict_tcp_bind = pol->has_tcp_bind;
+    cfg->tcp_bind = pol->tcp_bind;
+    cfg->tcp_bind_count = pol->tcp_bind_count;
+    cfg->restrict_tcp_connect = pol->has_tcp_connect;
+    cfg->tcp_connect = pol->tcp_connect;
+    cfg->tcp_connect_count = pol->tcp_connect_count;
+    cfg->nested_userns = pol->nested_userns;
+    cfg->memory_bytes = pol->memory_bytes;
+    cfg->pids = pol->pids;
+    cfg->cpu_millicores = pol->cpu_millicores;
+    cfg->allow_degraded = opt->allow_degraded;
+    cfg->timeout_seconds = opt->timeout_seconds >= 0 ? opt->timeout_seconds : pol->timeout_seconds;
+    cfg->cgroup_name = xasprintf("paddock-%s-%d", st->session->id, (int)getpid());
+
+    pdk_environ_extra extra = {.home = st->home, .pwd = cfg->cwd, .session = st->session->id};
+    cfg->envp = pdk_environ_build(environ, pol, &extra);
+    return 0;
+}
+
+static void free_config(pdk_sandbox_config *cfg)
+{
+    free(cfg->cwd);
+    free(cfg->home);
+    free(cfg->hostname);
+    free(cfg->workspace);
+    free(cfg->layers_dir);
+    for (size_t i = 0; i < cfg->bind_count; i++) {
+        free(cfg->binds[i].source);
+        free(cfg->binds[i].target);
+    }
+    free(cfg->binds);
+    pdk_strv_free(cfg->hide_paths);
+    pdk_strv_free(cfg->protect_paths);
+    pdk_strv_free(cfg->envp);
+    free((char *)cfg->cgroup_name);
+    memset(cfg, 0, sizeof(*cfg));
+}
+
+/* Placeholders live in the session layer only while the sandbox runs. */
+static void remove_placeholders(run_state *st, char **placeholders)
+{
+    pdk_session *s = st->session;
+    _cleanup_close_ int upper = openat(s->dir_fd, "upper", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    for (size_t i = 0; placeholders && placeholders[i]; i++) {
+        if (!pdk_path_is_within(placeholders[i], st->workspace))
+            continue;
+        const char *rel = pdk_path_relative(placeholders[i], st->workspace);
+        const char *leaf = NULL;
+        _cleanup_close_ int parent = upper >= 0 ? pdk_open_parent_beneath(upper, rel, false, &leaf)
+                                                : -1;
+        if (parent >= 0 && unlinkat(parent, leaf, AT_REMOVEDIR) == 0)
+            continue;
+        if (errno == ENOENT)
+            continue;
+        /* Could not remove it: remember it so that diff and commit ignore it. */
+        if (!pdk_strv_contains(s->placeholders, rel))
+            pdk_strv_push(&s->placeholders, rel);
+    }
+}
+
+static size_t count_changes(run_state *st)
+{
+    pdk_error err = {0};
+    _cleanup_close_ int lower = open(st->workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    _cleanup_close_ int upper = pdk_session_open_upper(st->session, &err);
+    if (lower < 0 || upper < 0)
+        return 0;
+    pdk_change_list list = {0};
+    if (pdk_changes_scan(lower, upper, st->session->placeholders, &list, &err) < 0) {
+        pdk_warn("session %s: cannot count the changes: %s", st->session->id, err.message);
+        return 0;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < list.count; i++)
+        if (list.items[i].new_kind != PDK_KIND_DIR && list.items[i].old_kind != PDK_KIND_DIR)
+            n++;
+        else if (list.items[i].status != PDK_CHANGE_MODIFIED)
+            n++;
+    pdk_change_list_free(&list);
+    return n;
+}
+
+int pdk_run(const pdk_run_options *opt, pdk_run_report *report, pdk_error *err)
+{
+    memset(report, 0, sizeof(*report));
+    report->exit_status = PDK_EXIT_PADDOCK_FAILED;
+    report->workspace_mode = opt->workspace_mode;
+    run_state st = {.opt = opt};
+    int ret = -1;
+    st.home = pdk_home_dir();
+    pdk_policy_context ctx = {.home = st.home};
+    if (opt->policy_path) {
+        if (pdk_policy_load_file(opt->policy_path, &ctx, &st.policy, NULL, err) < 0)
+            goto out;
+    } else if (pdk_policy_load_default(&ctx, &st.policy, err) < 0) {
+        goto out;
+    }
+    if (pdk_state_dir(true, &st.state_dir, err) < 0)
+        goto out;
+    int r = open_session(&st, err);
+    if (r < 0)
+        goto out;
+    if (resolve_workspace(&st, err) < 0)
+        goto out;
+    if (r == 0) {
+        if (check_session_workspace(&st, err) < 0)
+            goto out;
+    } else {
+        if (pdk_session_create(st.state_dir, opt->session_name, st.workspace,
+                               opt->workspace_mode, &st.session, err) < 0)
+            goto out;
+        st.session_created = true;
+    }
+    if (build_config(&st, err) < 0)
+        goto out;
+
+    pdk_sandbox_result result;
+    if (pdk_sandbox_run(&st.cfg, &result, err) < 0)
+        goto out;
+    report->exit_status = result.exit_status;
+    report->timed_out = result.timed_out;
+    report->timeout_seconds = st.cfg.timeout_seconds;
+    snprintf(report->message, sizeof(report->message), "%s", result.message);
+
+    pdk_session *s = st.session;
+    s->runs++;
+    s->last_exit = result.exit_status;
+    s->last_run_ns = pdk_now_realtime_ns();
+    if (opt->workspace_mode == PDK_WORKSPACE_OVERLAY) {
+        remove_placeholders(&st, result.placeholders);
+        report->changes = count_changes(&st);
+    }
+    pdk_sandbox_result_free(&result);
+    report->session_id = xstrdup(s->id);
+    bool keep = s->named || report->changes > 0 ||
+                (opt->workspace_mode == PDK_WORKSPACE_OVERLAY && !st.session_created);
+    if (!keep || (opt->workspace_mode == PDK_WORKSPACE_DIRECT && !s->named)) {
+        if (pdk_session_remove(s, err) < 0)
+            goto out;
+        report->session_removed = true;
+    } else {
+        if (pdk_session_save(s, true, err) < 0)
+            goto out;
+        report->session_kept = true;
+    }
+    st.session_created = false;
+    ret = 0;
+out:
+    if (ret < 0 && st.session_created && st.session) {
+        pdk_error ignored = {0};
+        pdk_session_remove(st.session, &ignored);
+    }
+    free_config(&st.cfg);
+    pdk_session_free(st.session);
+    pdk_policy_free(st.policy);
+    free(st.state_dir);
+    free(st.home);
+    free(st.workspace);
+    return ret;
+}
+
+void pdk_run_report_free(pdk_run_report *report)
+{
+    free(report->session_id);
+    report->session_id = NULL;
+}

@@ -1,0 +1,40 @@
+/* run.h: `paddock run` as a library call: policy + workspace session -> sandbox config ->
+ * sandbox -> session bookkeeping. The CLI only parses arguments and prints the report. */
+#ifndef PADDOCK_RUN_H
+#define PADDOCK_RUN_H
+
+#include "error.h"
+#include "session.h"
+
+typedef struct pdk_run_options {
+    char **argv;
+    const char *policy_path;  /* NULL: the built-in default */
+    const char *workspace;    /* NULL: the current directory */
+    pdk_workspace_mode workspace_mode;
+    const char *session_name; /* NULL: a generated id */
+    bool allow_degraded;
+    int *pass_fds;
+    size_t pass_fd_count;
+    bool tty;
+    int64_t timeout_seconds; /* < 0: the policy's */
+} pdk_run_options;
+
+typedef struct pdk_run_report {
+    int exit_status;      /* what `paddock run` exits with (contract) */
+    char *session_id;     /* NULL when no session was kept or made */
+    bool session_kept;
+    bool session_removed; /* unnamed and unchanged: removed at the end */
+    size_t changes;
+    pdk_workspace_mode workspace_mode;
+    bool timed_out;
+    int64_t timeout_seconds;
+    char message[1024];   /* why paddock failed or could not run the command */
+} pdk_run_report;
+
+/* Returns 0 when the sandbox ran (report->exit_status says how the command ended) and -1
+ * with err when paddock could not start it; then nothing is left behind. */
+int pdk_run(const pdk_run_options *options, pdk_run_report *report, pdk_error *err);
+
+void pdk_run_report_free(pdk_run_report *report);
+
+#endif

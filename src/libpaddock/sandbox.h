@@ -1,0 +1,94 @@
+/* sandbox.h: starting a command in a sandbox and supervising it.
+ *
+ * The caller (cmd_run.c) turns CLI options, the policy and the session into a
+ * pdk_sandbox_config; pdk_sandbox_run() does the rest in this order:
+ *   1. before the clone: seccomp BPF built, Landlock ABI checked, cgroup created;
+ *   2. one clone3() with every namespace flag (and CLONE_INTO_CGROUP on cgroup v2);
+ *   3. the supervisor writes the id maps, attaches v1 cgroups, prepares the bind sources
+ *      (idmapped when started as root) and sends them with "go" over a socketpair;
+ *   4. the child, pid 1 of the new pid namespace, builds the mount tree, pivots into it,
+ *      brings up loopback, builds the Landlock ruleset, drops every capability, installs
+ *      the seccomp filter and forks the command, then stays as the init that reaps orphans
+ *      and forwards signals;
+ *   5. the supervisor runs its event loop (supervisor.h) until init exits; when the command
+ *      exits, init exits and the kernel kills whatever is left in the namespace.
+ * See docs/design.md for the whole picture and SECURITY.md for the threat model.
+ */
+#ifndef PADDOCK_SANDBOX_H
+#define PADDOCK_SANDBOX_H
+
+#include "error.h"
+#include "namespaces.h"
+#include "seccomp_filter.h"
+#include "session.h"
+
+#include <stdint.h>
+
+/* A host path shown inside the sandbox. */
+typedef struct pdk_bind {
+    char *source; /* absolute host path */
+    char *target; /* absolute path inside (usually the same) */
+    bool writable;
+} pdk_bind;
+
+typedef struct pdk_sandbox_config {
+    char **argv; /* the command */
+    char **envp;
+    char *cwd;      /* where the command starts (inside) */
+    char *home;     /* $HOME, shown as an empty tmpfs */
+    char *hostname; /* inside the uts namespace */
+
+    char *workspace; /* real path of the workspace, mounted at the same path; NULL: none */
+    pdk_workspace_mode workspace_mode;
+    char *layers_dir; /* overlay mode: the session dir holding upper/ and work/ */
+
+    pdk_bind *binds; /* policy read_allow / write */
+    size_t bind_count;
+    char **hide_paths;    /* absolute paths hidden (credential locations, read_deny, state) */
+    char **protect_paths; /* absolute paths made read-only inside; a trailing '/' marks a
+                           * directory. Missing ones get an empty read-only directory as a
+                           * placeholder when make_placeholders is set and the parent
+                           * exists. */
+    bool make_placeholders;
+
+    int *pass_fds;
+    size_t pass_fd_count;
+    bool tty;
+
+    int landlock_abi; /* probed; 0: Landlock unavailable (only with allow_degraded) */
+    bool restrict_tcp_bind;
+    const uint16_t *tcp_bind;
+    size_t tcp_bind_count;
+    bool restrict_tcp_connect;
+    const uint16_t *tcp_connect;
+    size_t tcp_connect_count;
+
+    bool nested_userns;
+    int64_t memory_bytes, pids, cpu_millicores;
+    bool allow_degraded;
+    int64_t timeout_seconds; /* 0: none */
+    const char *cgroup_name; /* unique name for this run's cgroup */
+} pdk_sandbox_config;
+
+typedef struct pdk_sandbox_result {
+    int exit_status; /* the contract: the command's own, 125, 126, 127, 128+N */
+    bool timed_out;
+    bool started;     /* the command was executed */
+    char **placeholders; /* absolute paths paddock created as mount points */
+    char message[1024];  /* why paddock failed (status 125/126/127), else empty */
+} pdk_sandbox_result;
+
+/* Run cfg to completion. Returns 0 when the sandbox ran (result says how the command
+ * ended, including 125/126/127 for setup and exec failures inside), -1 with err when it
+ * could not be started at all. */
+int pdk_sandbox_run(const pdk_sandbox_config *cfg, pdk_sandbox_result *result,
+                    pdk_error *err);
+
+void pdk_sandbox_result_free(pdk_sandbox_result *result);
+
+/* Exit codes of the contract. */
+#define PDK_EXIT_PADDOCK_FAILED 125
+#define PDK_EXIT_CANNOT_EXECUTE 126
+#define PDK_EXIT_NOT_FOUND      127
+
+#endif

@@ -1,1 +1,0 @@
-/* seccomp.c: not written yet. */

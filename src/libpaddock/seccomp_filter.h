@@ -1,0 +1,35 @@
+/* seccomp_filter.h: the sandbox's seccomp filter.
+ *
+ * Built with libseccomp in the supervisor before the clone (so the child only installs a
+ * ready BPF program), for the native architecture (x86_64, aarch64); other architectures'
+ * syscalls (i386, x32) kill the process. Denied with EPERM: ptrace, process_vm_readv/writev,
+ * pidfd_getfd, io_uring_*, bpf, perf_event_open, userfaultfd, keyctl/add_key/request_key,
+ * kexec_*, module loading, syslog, mount/umount2/pivot_root/chroot and the new mount API,
+ * unshare/setns and clone with namespace flags (unless nested user namespaces are allowed),
+ * personality changes, ioctl TIOCSTI/TIOCLINUX (any upper 32 bits); clone3 gets ENOSYS so
+ * that libc falls back to clone, whose flags can be checked; socket families other than
+ * AF_UNIX, AF_INET and AF_INET6 get EAFNOSUPPORT.
+ */
+#ifndef PADDOCK_SECCOMP_FILTER_H
+#define PADDOCK_SECCOMP_FILTER_H
+
+#include "error.h"
+
+#include <linux/filter.h>
+
+typedef struct pdk_seccomp_options {
+    bool nested_userns;
+} pdk_seccomp_options;
+
+typedef struct pdk_seccomp_program {
+    struct sock_filter *filter;
+    unsigned short length;
+} pdk_seccomp_program;
+
+int pdk_seccomp_build(const pdk_seccomp_options *options, pdk_seccomp_program *out,
+                      pdk_error *err);
+/* Install (sandbox side; no_new_privs must be set). Returns 0 or -1 with errno. */
+int pdk_seccomp_install(const pdk_seccomp_program *program);
+void pdk_seccomp_program_free(pdk_seccomp_program *program);
+
+#endif

@@ -1,0 +1,45 @@
+/* supervisor.h: the supervisor's event loop (libevent).
+ *
+ * One event_base per supervisor. The sandbox registers on it: the pidfd of the sandbox's
+ * init (its exit ends the loop), the control socket to init, the signals forwarded to the
+ * command, the timeout, and for --tty the pty relay. Later components (the egress gateway)
+ * add their listeners to the same base; nothing here blocks.
+ */
+#ifndef PADDOCK_SUPERVISOR_H
+#define PADDOCK_SUPERVISOR_H
+
+#include "error.h"
+
+#include <event2/event.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+typedef struct pdk_supervisor pdk_supervisor;
+
+typedef struct pdk_supervisor_outcome {
+    bool started;       /* the command was executed */
+    bool exited;        /* init reported the command's wait status */
+    int wait_status;
+    bool exec_failed;
+    int exec_errno;
+    char exec_command[256];
+    bool setup_failed;  /* init reported an error during setup */
+    char message[1024];
+    bool timed_out;
+    int init_wait_status; /* init's own, from waitid */
+    char **placeholders;  /* absolute paths init created as mount points */
+} pdk_supervisor_outcome;
+
+/* Create the loop; signals are caught from here on (so none is lost while the sandbox
+ * starts). Returns NULL with err on failure. */
+pdk_supervisor *pdk_supervisor_new(pdk_error *err);
+struct event_base *pdk_supervisor_base(pdk_supervisor *sup);
+
+/* Run until init exits. timeout_seconds 0 means none; tty relays the pty init sends. */
+int pdk_supervisor_run(pdk_supervisor *sup, pid_t init_pid, int init_pidfd, int sync_fd,
+                       int64_t timeout_seconds, bool tty, pdk_supervisor_outcome *out,
+                       pdk_error *err);
+
+void pdk_supervisor_free(pdk_supervisor *sup);
+
+#endif
