@@ -1,10 +1,206 @@
-/* cmd_commit.c: not written yet. */
+/* cmd_commit.c: paddock commit SESSION [PATH...] [--include-protected] [--dry-run] [--json]
+ *
+ * Applies a session's reviewed changes to the real workspace (commit.h has the rules) and
+ * records what it wrote in the session, so that a later commit of the same session does
+ * not mistake its own writes for outside changes. */
 #include "cli.h"
 
+#include "../libpaddock/commit.h"
+#include "../libpaddock/session.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void session_freep(pdk_session **s)
+{
+    if (*s) {
+        if ((*s)->lock_fd >= 0)
+            pdk_session_unlock(*s);
+        pdk_session_free(*s);
+    }
+}
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: paddock commit SESSION [PATH...] [--include-protected] [--dry-run] [--json]\n\n"
+            "Apply what session SESSION changed to the real workspace. PATHs (relative to the\n"
+            "workspace) commit only those changes; a directory selects everything beneath it.\n"
+            "Uncommitted changes stay in the session.\n\n"
+            "Every change is checked before anything is written; the commit is refused as a\n"
+            "whole when a path changed in the workspace after the session began, was deleted\n"
+            "or created there meanwhile, lies behind a symlink, is protected, or is a special\n"
+            "file.\n\n"
+            "options:\n"
+            "  --include-protected  commit protected paths too (e.g. .git/)\n"
+            "  --dry-run            check and report, write nothing\n"
+            "  --json               the outcome as JSON on stdout\n"
+            "  -h, --help           show this help\n");
+}
+
+static json_t *result_json(const pdk_session *session, const pdk_commit_result *res, bool ok,
+                           const pdk_error *err)
+{
+    json_t *applied = json_array();
+    for (size_t i = 0; i < res->applied_count; i++) {
+        const pdk_commit_entry *e = &res->applied[i];
+        json_t *o = json_object();
+        json_object_set_new(o, "path", json_string(e->path));
+        json_object_set_new(o, "status", json_string(pdk_change_status_name(e->status)));
+        const char *kind = pdk_change_kind_name(e->kind);
+        json_object_set_new(o, "kind", kind ? json_string(kind) : json_null());
+        json_array_append_new(applied, o);
+    }
+    json_t *refused = json_array();
+    for (size_t i = 0; i < res->refused_count; i++) {
+        json_t *o = json_object();
+        json_object_set_new(o, "path", json_string(res->refused[i].path));
+        json_object_set_new(o, "reason", json_string(res->refused[i].reason));
+        json_array_append_new(refused, o);
+    }
+    json_t *doc = json_object();
+    json_object_set_new(doc, "session", json_string(session->id));
+    json_object_set_new(doc, "workspace", json_string(session->workspace));
+    json_object_set_new(doc, "dry_run", json_boolean(res->dry_run));
+    json_object_set_new(doc, "ok", json_boolean(ok));
+    json_object_set_new(doc, "applied", applied);
+    json_object_set_new(doc, "refused", refused);
+    json_object_set_new(doc, "error", ok ? json_null() : json_string(err->message));
+    return doc;
+}
 
 int pdk_cmd_commit(int argc, char **argv)
 {
-    fprintf(stderr, "paddock commit: not available in this build yet\n");
-    return PDK_EXIT_FAILED;
+    static const struct option options[] = {
+        {"include-protected", no_argument, NULL, 'p'},
+        {"dry-run", no_argument, NULL, 'n'},
+        {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    bool include_protected = false, dry_run = false, json = false;
+    int opt;
+    opterr = 0;
+    optind = 1;
+    while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+        switch (opt) {
+        case 'p':
+            include_protected = true;
+            break;
+        case 'n':
+            dry_run = true;
+            break;
+        case 'j':
+            json = true;
+            break;
+        case 'h':
+            usage(stdout);
+            return PDK_EXIT_OK;
+        case '?':
+        default:
+            return pdk_cli_bad_option("commit", optopt, argv, optind);
+        }
+    }
+    if (optind >= argc)
+        return pdk_cli_usage_error("commit", "missing SESSION");
+    const char *id = argv[optind++];
+    _cleanup_strv_ char **paths = NULL;
+    for (int i = optind; i < argc; i++)
+        pdk_strv_push(&paths, argv[i]);
+
+    pdk_error err = {0};
+    _cleanup_free_ char *state_dir = NULL;
+    if (pdk_cli_state_dir(false, &state_dir, &err) < 0)
+        return pdk_cli_fail(&err, PDK_EXIT_FAILED);
+    _cleanup_(session_freep) pdk_session *session = NULL;
+    if (pdk_session_open(state_dir, id, &session, &err) < 0)
+        return pdk_cli_fail(&err, PDK_EXIT_FAILED);
+    if (session->mode == PDK_WORKSPACE_DIRECT) {
+        fprintf(stderr,
+                "paddock: session %s wrote straight to the workspace (direct mode): there is "
+                "nothing to commit\n",
+                session->id);
+        return PDK_EXIT_FAILED;
+    }
+    /* A running session holds this lock: its layer is still being written. */
+    if (pdk_session_lock(session, &err) < 0)
+        return pdk_cli_fail(&err, PDK_EXIT_FAILED);
+    _cleanup_close_ int lower =
+        open(session->workspace, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (lower < 0) {
+        pdk_error_set(&err, errno, "cannot open the workspace %s of session %s",
+                      session->workspace, session->id);
+        return pdk_cli_fail(&err, PDK_EXIT_FAILED);
+    }
+    _cleanup_close_ int upper = pdk_session_open_upper(session, &err);
+    if (upper < 0)
+        return pdk_cli_fail(&err, PDK_EXIT_FAILED);
+
+    pdk_commit_request req = {
+        .lower_dirfd = lower,
+        .upper_dirfd = upper,
+        .baseline_ns = session->baseline_ns,
+        .committed = session->committed,
+        .committed_count = session->committed_count,
+        .placeholders = session->placeholders,
+        .protected_paths = session->protected_paths,
+        .select = paths,
+        .allow_protected = include_protected,
+        .dry_run = dry_run,
+    };
+    pdk_commit_result res;
+    bool ok = pdk_commit_apply(&req, &res, &err) == 0;
+
+    /* Record what was written, even when the commit stopped half-way. */
+    int ret = ok ? PDK_EXIT_OK : PDK_EXIT_FAILED;
+    if (!dry_run && res.applied_count > 0) {
+        for (size_t i = 0; i < res.applied_count; i++)
+            if (res.applied[i].ctime_ns >= 0)
+                pdk_session_note_committed(session, res.applied[i].path,
+                                           res.applied[i].ctime_ns);
+        pdk_error save_err = {0};
+        if (pdk_session_save(session, true, &save_err) < 0) {
+            pdk_error_prefix(&save_err, "the changes were committed but the session could not "
+                                        "record them");
+            pdk_cli_fail(&save_err, PDK_EXIT_FAILED);
+            ret = PDK_EXIT_FAILED;
+        }
+    }
+
+    if (json) {
+        pdk_cli_print_json(result_json(session, &res, ok, &err));
+    } else if (ok) {
+        size_t n = res.applied_count;
+        if (n == 0) {
+            printf("nothing to commit: session %s has no changes\n", session->id);
+        } else if (dry_run) {
+            for (size_t i = 0; i < n; i++)
+                printf("  %-12s %s\n", pdk_change_status_name(res.applied[i].status),
+                       res.applied[i].path);
+            printf("would commit %zu change%s to %s (dry run: nothing was written)\n", n,
+                   n == 1 ? "" : "s", session->workspace);
+        } else {
+            printf("committed %zu change%s to %s\n", n, n == 1 ? "" : "s", session->workspace);
+        }
+    } else if (res.refused_count > 0) {
+        fprintf(stderr, "paddock: commit of session %s refused; nothing was written to %s:\n",
+                session->id, session->workspace);
+        for (size_t i = 0; i < res.refused_count; i++)
+            fprintf(stderr, "  %s: %s\n", res.refused[i].path, res.refused[i].reason);
+        fprintf(stderr, "paddock: commit the other paths by naming them, or resolve the "
+                        "conflicts and commit again\n");
+    } else {
+        pdk_cli_fail(&err, PDK_EXIT_FAILED);
+        if (res.applied_count > 0 && !dry_run)
+            fprintf(stderr, "paddock: %zu change%s had been committed before the error and "
+                            "were recorded in the session\n",
+                    res.applied_count, res.applied_count == 1 ? "" : "s");
+    }
+    pdk_commit_result_free(&res);
+    return ret;
 }

@@ -77,6 +77,7 @@ void pdk_cli_print_json(json_t *value)
 
 int main(int argc, char **argv)
 {
+    pdk_trace("start");
     const char *debug = getenv("PADDOCK_DEBUG");
     if (debug && *debug && strcmp(debug, "0") != 0)
         pdk_log_set_level(PDK_LOG_DEBUG);

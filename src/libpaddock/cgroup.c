@@ -219,6 +219,8 @@ static int setup_v1(pdk_cgroup *cg, const char *name, const pdk_cgroup_limits *l
                 pdk_warn("no cgroup v1 cpu controller: the cpu limit is not applied");
                 continue;
             }
+            if (i == CTRL_PIDS)
+                continue; /* RLIMIT_NPROC still applies */
             return pdk_error_set(err, 0, "no writable cgroup v1 %s controller",
                                  controller_names[i]);
         }
@@ -265,7 +267,9 @@ int pdk_cgroup_create(const char *name, const pdk_cgroup_limits *limits, bool al
                       pdk_cgroup **out, pdk_error *err)
 {
     *out = NULL;
-    if (limits->memory_bytes <= 0 && limits->pids <= 0 && limits->cpu_millicores <= 0)
+    /* pids alone is enforced by RLIMIT_NPROC in the sandbox's user namespace; a cgroup is
+     * made when memory or cpu needs one (and then carries pids too). */
+    if (limits->memory_bytes <= 0 && limits->cpu_millicores <= 0)
         return 0;
     pdk_cgroup *cg = xcalloc(1, sizeof(*cg));
     cg->v2_fd = -1;
@@ -276,17 +280,17 @@ int pdk_cgroup_create(const char *name, const pdk_cgroup_limits *limits, bool al
     } else {
         _cleanup_free_ char *mem = v1_base("memory");
         _cleanup_free_ char *pids = v1_base("pids");
-        if ((limits->memory_bytes > 0 && !mem) || (limits->pids > 0 && !pids)) {
+        if (limits->memory_bytes > 0 && !mem) {
             free(cg);
             if (allow_missing) {
-                pdk_warn("no usable cgroup for memory/pids limits: only rlimits apply "
-                         "(see 'paddock doctor')");
+                pdk_warn("no usable cgroup for limits.memory: not applied (see 'paddock "
+                         "doctor')");
                 return 0;
             }
             return pdk_error_set(err, 0,
-                                 "the policy sets memory/pids limits but no cgroup is usable "
-                                 "(see 'paddock doctor'): set limits.memory and limits.pids "
-                                 "to 0, or pass --allow-degraded");
+                                 "the policy sets limits.memory but no cgroup is usable (see "
+                                 "'paddock doctor'): set limits.memory to 0, or pass "
+                                 "--allow-degraded");
         }
         r = setup_v1(cg, name, limits, err);
     }

@@ -37,9 +37,11 @@ typedef struct pdk_cgroup_limits {
     int64_t cpu_millicores; /* 0: none */
 } pdk_cgroup_limits;
 
-/* Create the sandbox's cgroup named name. *out is NULL (and 0 returned) when no limit is
- * asked for; when limits are asked for but no cgroup can be had, fails unless
- * allow_missing, in which case a warning is printed and *out is NULL. */
+/* Create the sandbox's cgroup named name. *out is NULL (and 0 returned) when neither memory
+ * nor cpu is limited: pids alone is enforced with RLIMIT_NPROC, which counts per user
+ * namespace and so per sandbox, and costs nothing (on cgroup v1 every attach waits for an
+ * RCU grace period, milliseconds). When memory is asked for but no cgroup can be had, fails
+ * unless allow_missing, in which case a warning is printed and *out is NULL. */
 int pdk_cgroup_create(const char *name, const pdk_cgroup_limits *limits, bool allow_missing,
                       pdk_cgroup **out, pdk_error *err);
 

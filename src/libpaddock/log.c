@@ -2,6 +2,7 @@
 #include "log.h"
 
 #include <stdarg.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -36,4 +37,27 @@ void pdk_log(pdk_log_level level, const char *fmt, ...)
     /* One write per line so concurrent writers do not interleave mid-line. */
     ssize_t r = write(STDERR_FILENO, line, len);
     (void)r;
+}
+
+static int trace_state = -1;
+static uint64_t trace_start;
+
+bool pdk_trace_enabled(void)
+{
+    if (trace_state < 0) {
+        const char *v = getenv("PADDOCK_TRACE");
+        trace_state = v && *v && strcmp(v, "0") != 0;
+        trace_start = pdk_now_monotonic_ns();
+    }
+    return trace_state == 1;
+}
+
+void pdk_trace_point(const char *what)
+{
+    char line[256];
+    int n = snprintf(line, sizeof(line), "paddock: trace: +%lluus %d %s\n",
+                     (unsigned long long)((pdk_now_monotonic_ns() - trace_start) / 1000),
+                     (int)getpid(), what);
+    if (n > 0)
+        (void)!write(STDERR_FILENO, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line));
 }

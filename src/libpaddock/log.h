@@ -25,4 +25,14 @@ void pdk_log(pdk_log_level level, const char *fmt, ...) PDK_PRINTF(2, 3);
             pdk_log(PDK_LOG_DEBUG, __VA_ARGS__);                                           \
     } while (0)
 
+/* PADDOCK_TRACE=1: "paddock: trace: +MICROSECONDS pid what" on stderr at the phase
+ * boundaries of a run, for start-up work (bench/ measures; this explains). */
+bool pdk_trace_enabled(void);
+void pdk_trace_point(const char *what);
+#define pdk_trace(what)                                                                    \
+    do {                                                                                   \
+        if (pdk_trace_enabled())                                                           \
+            pdk_trace_point(what);                                                         \
+    } while (0)
+
 #endif

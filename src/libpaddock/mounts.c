@@ -435,6 +435,8 @@ static int make_readonly(builder *b, const char *p, const char *inside_path)
 
 static int setup_protected(builder *b)
 {
+    pdk_buf made = {0};
+    int ret = -1;
     for (size_t i = 0; b->cfg->protect_paths && b->cfg->protect_paths[i]; i++) {
         _cleanup_free_ char *inside = xstrdup(b->cfg->protect_paths[i]);
         size_t len = strlen(inside);
@@ -448,7 +450,7 @@ static int setup_protected(builder *b)
                 continue;
             }
             if (make_readonly(b, p, inside) < 0)
-                return -1;
+                goto out;
             continue;
         }
         if (errno != ENOENT || !b->cfg->make_placeholders || !b->cfg->workspace ||
@@ -464,14 +466,23 @@ static int setup_protected(builder *b)
         if (mkdir(p, 0755) < 0) {
             if (errno == EROFS || errno == EACCES || errno == EPERM)
                 continue; /* a read-only place: nothing can be created there anyway */
-            return pdk_error_set(b->err, errno, "creating a placeholder for %s", inside);
+            pdk_error_set(b->err, errno, "creating a placeholder for %s", inside);
+            goto out;
         }
-        if (pdk__msg_send(b->report_fd, PDK_MSG_PLACEHOLDER, 0, inside, NULL, 0) < 0)
-            return pdk_error_set(b->err, errno, "reporting placeholder %s", inside);
+        pdk_buf_printf(&made, "%s\n", inside);
         if (make_readonly(b, p, inside) < 0)
-            return -1;
+            goto out;
     }
-    return 0;
+    /* One message for all of them (newline-separated). */
+    if (made.len > 0 &&
+        pdk__msg_send(b->report_fd, PDK_MSG_PLACEHOLDER, 0, made.data, NULL, 0) < 0) {
+        pdk_error_set(b->err, errno, "reporting the placeholders");
+        goto out;
+    }
+    ret = 0;
+out:
+    pdk_buf_free(&made);
+    return ret;
 }
 
 static int pivot(builder *b)
@@ -516,8 +527,10 @@ int pdk_mounts_build(const pdk_sandbox_config *cfg, pdk_mount_sources *src,
         goto out;
     }
 
+    pdk_trace("child: root attached");
     if (setup_dev(&b) < 0)
         goto out;
+    pdk_trace("child: dev built");
     if (mount("proc", NEWROOT "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0) {
         pdk_error_set(err, errno, "mounting /proc");
         goto out;
@@ -543,10 +556,14 @@ int pdk_mounts_build(const pdk_sandbox_config *cfg, pdk_mount_sources *src,
             goto out;
         }
     }
-    if (setup_workspace(&b, src) < 0 || setup_binds(&b, src) < 0 || setup_hidden(&b) < 0 ||
-        setup_protected(&b) < 0)
+    pdk_trace("child: tmpfs and home");
+    if (setup_workspace(&b, src) < 0)
+        goto out;
+    pdk_trace("child: workspace mounted");
+    if (setup_binds(&b, src) < 0 || setup_hidden(&b) < 0 || setup_protected(&b) < 0)
         goto out;
 
+    pdk_trace("child: binds hidden protected");
     unlink(SCRATCH "/empty");
     if (rmdir(SCRATCH "/lower") < 0 && errno != ENOENT) {
         pdk_error_set(err, errno, "removing %s/lower", SCRATCH);
@@ -559,6 +576,7 @@ int pdk_mounts_build(const pdk_sandbox_config *cfg, pdk_mount_sources *src,
     }
     if (pivot(&b) < 0)
         goto out;
+    pdk_trace("child: pivoted");
     ret = 0;
 out:
     pdk_strv_free(b.covered);

@@ -1,1 +1,1469 @@
-/* policy.c: not written yet. */
+/* policy.c: the policy file (YAML, version 1) parsed into a struct pdk_policy. See policy.h;
+ * docs/policy.md documents the schema for users.
+ *
+ * The text goes through libyaml twice:
+ *   1. as events (prescan): anchors, aliases, explicit tags, a second document and absurd
+ *      nesting are refused here, before anything builds a graph from them (an alias can
+ *      turn the tree into a cycle or an exponential walk);
+ *   2. as a document (yaml_parser_load), walked against the schema tables below. Every node
+ *      keeps its start mark, so each problem becomes a diagnostic FILE:LINE:COLUMN.
+ * A problem is never fatal on its own: the walk goes on so that one run shows all of them
+ * (up to MAX_DIAGS). The load fails when there is at least one; the partly filled policy is
+ * then freed and never reaches the caller.
+ */
+#include "policy.h"
+
+#include "fsutil.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <yaml.h>
+
+#define MAX_POLICY_BYTES ((size_t)1 << 20)
+#define MAX_DEPTH        32
+#define MAX_DIAGS        200
+#define MAX_PIDS         4194304 /* the kernel's PID_MAX_LIMIT */
+#define MAX_CPU_CORES    65536
+#define MAX_TIMEOUT      (INT64_MAX / 1000000000) /* still fits in int64 nanoseconds */
+#define MAX_LANDLOCK_ABI 64
+#define MAX_SHOWN_CHARS  64 /* of a value quoted in a message */
+
+#define DEFAULT_MEMORY_BYTES 0
+#define DEFAULT_PIDS         1024
+#define DEFAULT_LANDLOCK_ABI 1
+
+#define BUILTIN_SOURCE    "<built-in default>"
+#define TOO_LARGE_MESSAGE "the policy is larger than 1 MiB (is this the right file?)"
+
+const char *const pdk_builtin_protected[] = {
+    ".git/hooks/", ".git/config", ".mcp.json", ".vscode/", ".idea/", NULL,
+};
+
+const char *const pdk_builtin_protected_home[] = {
+    ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc",
+    ".zprofile", ".zshenv", ".zlogin", ".gitconfig", NULL,
+};
+
+const char *const pdk_builtin_hidden_home[] = {
+    ".ssh",
+    ".aws",
+    ".config/gh",
+    ".lark-cli",
+    ".local/share/lark-cli",
+    ".local/share/keyrings",
+    ".gnupg",
+    ".netrc",
+    ".docker",
+    ".kube",
+    ".password-store",
+    ".config/gcloud",
+    ".azure",
+    ".git-credentials",
+    ".config/git/credentials",
+    NULL,
+};
+
+/* The built-in default, parsed by the same code as a file. Every value here is also the
+ * default used when a file leaves the key out (policy_new), so the two cannot drift apart
+ * without test_policy noticing. */
+static const char default_policy_yaml[] =
+    "# paddock's built-in default policy: what runs when no --policy is given.\n"
+    "# docs/policy.md describes every key.\n"
+    "version: 1\n"
+    "filesystem:\n"
+    "  read_deny: []   # hidden, in addition to the built-in credential list\n"
+    "  read_allow: []  # bound read-only\n"
+    "  write: []       # bound writable (the workspace always is, as an overlay)\n"
+    "  protect: []     # read-only in the workspace, in addition to the built-in list\n"
+    "env:\n"
+    "  pass: []        # passed through even when the name looks like a secret\n"
+    "  set: {}\n"
+    "limits:\n"
+    "  memory: 0       # no memory cgroup (a cgroup v1 attach costs an RCU grace period)\n"
+    "  pids: 1024      # RLIMIT_NPROC in the sandbox's own user namespace\n"
+    "  cpu: 0          # no CPU limit\n"
+    "  timeout: 0      # no timeout\n"
+    "landlock:\n"
+    "  min_abi: 1      # refuse to run on a kernel without Landlock\n"
+    "sandbox:\n"
+    "  nested_userns: false\n";
+
+typedef struct parse_state {
+    const char *name;
+    const char *text;
+    size_t len;
+    char *home; /* normalised ctx->home, or NULL when none is known */
+    yaml_document_t *doc;
+    pdk_policy *policy;
+    bool saw_version;
+    pdk_policy_diag *diags;
+    size_t ndiags;
+    bool truncated;
+} parse_state;
+
+typedef struct key_spec {
+    const char *name;
+    void (*handle)(parse_state *st, const char *field, yaml_node_t *value);
+} key_spec;
+
+/* One key: value pair of a mapping, as collected by map_entries(). */
+typedef struct map_entry {
+    const char *key; /* NULL when the key is not a usable scalar (reported) */
+    size_t key_len;
+    size_t order;
+    yaml_node_t *key_node;
+    yaml_node_t *value;
+    bool duplicate; /* a later repetition of an earlier key (reported) */
+} map_entry;
+
+/* ---- diagnostics ---- */
+
+static int clamp_int(size_t v)
+{
+    return v > INT_MAX ? INT_MAX : (int)v;
+}
+
+static void diag_v(parse_state *st, size_t line, size_t column, const char *fmt, va_list ap)
+    PDK_PRINTF(4, 0);
+static void diag_v(parse_state *st, size_t line, size_t column, const char *fmt, va_list ap)
+{
+    if (st->ndiags >= MAX_DIAGS) {
+        st->truncated = true;
+        return;
+    }
+    if (st->ndiags % 16 == 0)
+        st->diags = xrealloc(st->diags, (st->ndiags + 16) * sizeof(*st->diags));
+    pdk_policy_diag *d = &st->diags[st->ndiags++];
+    d->file = xstrdup(st->name);
+    d->line = clamp_int(line);
+    d->column = clamp_int(column);
+    d->message = xvasprintf(fmt, ap);
+}
+
+/* line and column are 1-based; 0 when unknown. */
+static void diag_at(parse_state *st, size_t line, size_t column, const char *fmt, ...)
+    PDK_PRINTF(4, 5);
+static void diag_at(parse_state *st, size_t line, size_t column, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    diag_v(st, line, column, fmt, ap);
+    va_end(ap);
+}
+
+static void diag_mark(parse_state *st, const yaml_mark_t *mark, const char *fmt, ...)
+    PDK_PRINTF(3, 4);
+static void diag_mark(parse_state *st, const yaml_mark_t *mark, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    diag_v(st, mark->line + 1, mark->column + 1, fmt, ap);
+    va_end(ap);
+}
+
+#define diag_node(st, node, ...) diag_mark((st), &(node)->start_mark, __VA_ARGS__)
+
+/* Stable sort by position (insertion sort: at most MAX_DIAGS items); diagnostics without a
+ * position come first. */
+static void sort_diags(pdk_policy_diag *d, size_t n)
+{
+    for (size_t i = 1; i < n; i++) {
+        pdk_policy_diag cur = d[i];
+        size_t j = i;
+        while (j > 0 && (d[j - 1].line > cur.line ||
+                         (d[j - 1].line == cur.line && d[j - 1].column > cur.column))) {
+            d[j] = d[j - 1];
+            j--;
+        }
+        d[j] = cur;
+    }
+}
+
+/* Length of the UTF-8 sequence at s (at most n bytes) and its code point; 1 and the byte
+ * itself for anything malformed (libyaml has validated its input, but be safe). */
+static size_t utf8_next(const unsigned char *s, size_t n, uint32_t *cp)
+{
+    size_t len = s[0] < 0x80             ? 1
+                 : (s[0] & 0xe0) == 0xc0 ? 2
+                 : (s[0] & 0xf0) == 0xe0 ? 3
+                 : (s[0] & 0xf8) == 0xf0 ? 4
+                                         : 0;
+    if (len == 0 || len > n) {
+        *cp = s[0];
+        return 1;
+    }
+    uint32_t v = len == 1 ? s[0] : s[0] & (0x7f >> len);
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xc0) != 0x80) {
+            *cp = s[0];
+            return 1;
+        }
+        v = (v << 6) | (s[i] & 0x3f);
+    }
+    *cp = v;
+    return len;
+}
+
+/* Characters that must not reach a terminal raw: controls (C0, DEL, C1), line and paragraph
+ * separators, bidirectional overrides and isolates ("Trojan Source"), the BOM. */
+static bool needs_escape(uint32_t cp)
+{
+    return cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) || cp == 0x2028 || cp == 0x2029 ||
+           (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069) || cp == 0xfeff;
+}
+
+/* s quoted for a one-line message: "...", with quotes, backslashes and the characters of
+ * needs_escape() escaped, and long values cut (between characters) with "...". */
+static char *quote(const char *s, size_t len)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    pdk_buf b = {0};
+    pdk_buf_puts(&b, "\"");
+    size_t i = 0;
+    while (i < len && i < MAX_SHOWN_CHARS) {
+        uint32_t cp;
+        size_t n = utf8_next(u + i, len - i, &cp);
+        if (cp == '"' || cp == '\\')
+            pdk_buf_printf(&b, "\\%c", (char)cp);
+        else if (cp < 0x80 && needs_escape(cp))
+            pdk_buf_printf(&b, "\\x%02x", (unsigned)cp);
+        else if (needs_escape(cp))
+            pdk_buf_printf(&b, "\\u%04x", (unsigned)cp);
+        else
+            pdk_buf_append(&b, s + i, n);
+        i += n;
+    }
+    if (i < len)
+        pdk_buf_puts(&b, "...");
+    pdk_buf_puts(&b, "\"");
+    return pdk_buf_steal(&b);
+}
+
+static char *quote_str(const char *s)
+{
+    return quote(s, strlen(s));
+}
+
+/* ---- nodes ---- */
+
+static bool node_is_null(const yaml_node_t *n)
+{
+    if (n->type != YAML_SCALAR_NODE || n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
+        return false;
+    const char *v = (const char *)n->data.scalar.value;
+    return n->data.scalar.length == 0 || strcmp(v, "~") == 0 || strcmp(v, "null") == 0 ||
+           strcmp(v, "Null") == 0 || strcmp(v, "NULL") == 0;
+}
+
+static bool plain_is(const yaml_node_t *n, const char *text)
+{
+    return strcmp((const char *)n->data.scalar.value, text) == 0;
+}
+
+/* What a node is, for "expected X, got Y" (new string). */
+static char *describe(const yaml_node_t *n)
+{
+    switch (n->type) {
+    case YAML_MAPPING_NODE:
+        return xstrdup("a mapping");
+    case YAML_SEQUENCE_NODE:
+        return xstrdup("a list");
+    case YAML_SCALAR_NODE:
+        if (node_is_null(n))
+            return xstrdup("nothing");
+        return quote((const char *)n->data.scalar.value, n->data.scalar.length);
+    case YAML_NO_NODE:
+    default:
+        return xstrdup("nothing");
+    }
+}
+
+static yaml_node_t *node_at(parse_state *st, int index)
+{
+    return yaml_document_get_node(st->doc, index);
+}
+
+static void expected(parse_state *st, const char *field, yaml_node_t *n, const char *what)
+{
+    _cleanup_free_ char *got = describe(n);
+    const char *hint = "";
+    if (node_is_null(n)) {
+        if (strcmp(what, "a list") == 0)
+            hint = " (use [] for an empty list)";
+        else if (strcmp(what, "a mapping") == 0)
+            hint = " (add entries under it, or remove the key)";
+    }
+    diag_node(st, n, "%s: expected %s, got %s%s", field, what, got, hint);
+}
+
+static bool expect_type(parse_state *st, const char *field, yaml_node_t *n, yaml_node_type_t type)
+{
+    if (n->type == type && !node_is_null(n))
+        return true;
+    const char *what = type == YAML_MAPPING_NODE    ? "a mapping"
+                       : type == YAML_SEQUENCE_NODE ? "a list"
+                                                    : "a value";
+    expected(st, field, n, what);
+    return false;
+}
+
+/* The text of a scalar node (NUL-terminated by libyaml), or NULL after a diagnostic when n
+ * is not a non-null scalar or contains a NUL character. what names the expected thing. */
+static const char *scalar_text(parse_state *st, const char *field, yaml_node_t *n, const char *what)
+{
+    if (n->type != YAML_SCALAR_NODE || node_is_null(n)) {
+        expected(st, field, n, what);
+        return NULL;
+    }
+    const char *v = (const char *)n->data.scalar.value;
+    if (memchr(v, '\0', n->data.scalar.length)) {
+        _cleanup_free_ char *q = quote(v, n->data.scalar.length);
+        diag_node(st, n, "%s: %s contains a NUL character", field, q);
+        return NULL;
+    }
+    return v;
+}
+
+static int compare_entries(const void *a, const void *b)
+{
+    const map_entry *x = *(const map_entry *const *)a, *y = *(const map_entry *const *)b;
+    size_t n = x->key_len < y->key_len ? x->key_len : y->key_len;
+    int c = memcmp(x->key, y->key, n);
+    if (c)
+        return c;
+    if (x->key_len != y->key_len)
+        return x->key_len < y->key_len ? -1 : 1;
+    return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/* The pairs of a mapping node, in document order. Keys that are not scalars and repeated
+ * keys are reported here (where names the mapping: "limits", "env.set", NULL for the top
+ * level) and marked so that callers skip them. */
+static map_entry *map_entries(parse_state *st, yaml_node_t *map, const char *where, size_t *count)
+{
+    yaml_node_pair_t *start = map->data.mapping.pairs.start;
+    size_t n = (size_t)(map->data.mapping.pairs.top - start);
+    map_entry *entries = xcalloc(n, sizeof(*entries));
+    _cleanup_free_ map_entry **sorted = xcalloc(n, sizeof(*sorted));
+    size_t nsorted = 0;
+    _cleanup_free_ char *in = where ? xasprintf("in \"%s\"", where) : xstrdup("at the top level");
+
+    for (size_t i = 0; i < n; i++) {
+        map_entry *e = &entries[i];
+        e->order = i;
+        e->key_node = node_at(st, start[i].key);
+        e->value = node_at(st, start[i].value);
+        if (!e->key_node || !e->value)
+            continue;
+        if (e->key_node->type != YAML_SCALAR_NODE || node_is_null(e->key_node)) {
+            _cleanup_free_ char *got = describe(e->key_node);
+            diag_node(st, e->key_node, "expected a key name %s, got %s", in, got);
+            continue;
+        }
+        e->key = (const char *)e->key_node->data.scalar.value;
+        e->key_len = e->key_node->data.scalar.length;
+        sorted[nsorted++] = e;
+    }
+
+    /* Sorting finds repeats in O(n log n) even in a mapping with thousands of keys. */
+    if (nsorted > 1)
+        qsort(sorted, nsorted, sizeof(*sorted), compare_entries);
+    map_entry *first = nsorted ? sorted[0] : NULL; /* of the current group of equal keys */
+    for (size_t i = 1; i < nsorted; i++) {
+        map_entry *e = sorted[i];
+        if (e->key_len != first->key_len || memcmp(e->key, first->key, e->key_len) != 0) {
+            first = e;
+            continue;
+        }
+        e->duplicate = true;
+        _cleanup_free_ char *q = quote(e->key, e->key_len);
+        diag_node(st, e->key_node, "duplicate key %s %s (first at line %zu; remove one)", q, in,
+                  first->key_node->start_mark.line + 1);
+    }
+    *count = n;
+    return entries;
+}
+
+static bool key_is(const map_entry *e, const char *name)
+{
+    return e->key_len == strlen(name) && memcmp(e->key, name, e->key_len) == 0;
+}
+
+/* Levenshtein distance; SIZE_MAX for strings too long to be a misspelt key. */
+static size_t edit_distance(const char *a, size_t la, const char *b)
+{
+    size_t lb = strlen(b);
+    if (la > 64 || lb > 64)
+        return SIZE_MAX;
+    size_t prev[65], cur[65];
+    for (size_t j = 0; j <= lb; j++)
+        prev[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        cur[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t best = prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
+            if (prev[j] + 1 < best)
+                best = prev[j] + 1;
+            if (cur[j - 1] + 1 < best)
+                best = cur[j - 1] + 1;
+            cur[j] = best;
+        }
+        memcpy(prev, cur, (lb + 1) * sizeof(size_t));
+    }
+    return prev[lb];
+}
+
+static void unknown_key(parse_state *st, const map_entry *e, const char *section,
+                        const key_spec *keys, size_t nkeys)
+{
+    _cleanup_free_ char *q = quote(e->key, e->key_len);
+    _cleanup_free_ char *in =
+        section ? xasprintf("in \"%s\"", section) : xstrdup("at the top level");
+    const char *best = NULL;
+    size_t best_distance = 3; /* suggest only within distance 2 */
+    for (size_t i = 0; i < nkeys; i++) {
+        size_t d = edit_distance(e->key, e->key_len, keys[i].name);
+        if (d < best_distance) {
+            best_distance = d;
+            best = keys[i].name;
+        }
+    }
+    if (best) {
+        diag_node(st, e->key_node, "unknown key %s %s (did you mean \"%s\"?)", q, in, best);
+        return;
+    }
+    pdk_buf known = {0};
+    for (size_t i = 0; i < nkeys; i++)
+        pdk_buf_printf(&known, "%s%s", i ? ", " : "", keys[i].name);
+    diag_node(st, e->key_node, "unknown key %s %s (known keys: %s)", q, in, known.data);
+    pdk_buf_free(&known);
+}
+
+static const char *const reserved_keys[] = {"commands", "network", "credentials", "approvals"};
+
+/* Walk a mapping against a table of keys; section is NULL for the top level. */
+static void walk_section(parse_state *st, yaml_node_t *map, const char *section,
+                         const key_spec *keys, size_t nkeys)
+{
+    if (section && !expect_type(st, section, map, YAML_MAPPING_NODE))
+        return;
+    size_t n = 0;
+    _cleanup_free_ map_entry *entries = map_entries(st, map, section, &n);
+    for (size_t i = 0; i < n; i++) {
+        map_entry *e = &entries[i];
+        if (!e->key || e->duplicate)
+            continue;
+        const key_spec *spec = NULL;
+        for (size_t k = 0; k < nkeys && !spec; k++)
+            if (key_is(e, keys[k].name))
+                spec = &keys[k];
+        if (spec) {
+            _cleanup_free_ char *field =
+                section ? xasprintf("%s.%s", section, spec->name) : xstrdup(spec->name);
+            spec->handle(st, field, e->value);
+            continue;
+        }
+        bool reserved = false;
+        for (size_t r = 0; !section && r < PDK_ARRAY_SIZE(reserved_keys); r++) {
+            if (key_is(e, reserved_keys[r])) {
+                diag_node(st, e->key_node,
+                          "\"%s\" is not supported by this version of paddock yet (remove it)",
+                          reserved_keys[r]);
+                reserved = true;
+            }
+        }
+        if (!reserved)
+            unknown_key(st, e, section, keys, nkeys);
+    }
+}
+
+/* The items of a list node; false (after a diagnostic) when n is not a list. */
+static bool list_items(parse_state *st, const char *field, yaml_node_t *n, yaml_node_item_t **items,
+                       size_t *count)
+{
+    *items = NULL;
+    *count = 0;
+    if (n->type != YAML_SEQUENCE_NODE) {
+        expected(st, field, n, "a list");
+        return false;
+    }
+    *items = n->data.sequence.items.start;
+    *count = (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
+    return true;
+}
+
+/* ---- numbers ---- */
+
+static bool is_digit(char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+/* Decimal digits only (no sign, no spaces) in [0, max]. Returns 0, -EINVAL or -ERANGE. */
+static int parse_decimal(const char *s, uint64_t max, uint64_t *out)
+{
+    if (!is_digit(*s))
+        return -EINVAL;
+    uint64_t v = 0;
+    bool overflow = false;
+    for (; *s; s++) {
+        if (!is_digit(*s))
+            return -EINVAL;
+        uint64_t d = (uint64_t)(*s - '0');
+        if (overflow || v > max / 10 || v * 10 + d > max)
+            overflow = true;
+        else
+            v = v * 10 + d;
+    }
+    if (overflow)
+        return -ERANGE;
+    *out = v;
+    return 0;
+}
+
+/* Leading decimal digits of *sp into *v (saturating at INT64_MAX, *overflow set). */
+static bool take_digits(const char **sp, uint64_t *v, bool *overflow)
+{
+    const char *s = *sp;
+    if (!is_digit(*s))
+        return false;
+    *v = 0;
+    *overflow = false;
+    for (; is_digit(*s); s++) {
+        uint64_t d = (uint64_t)(*s - '0');
+        if (*overflow || *v > ((uint64_t)INT64_MAX - d) / 10)
+            *overflow = true;
+        else
+            *v = *v * 10 + d;
+    }
+    *sp = s;
+    return true;
+}
+
+int pdk_parse_size(const char *s, int64_t *out_bytes)
+{
+    uint64_t v;
+    bool overflow;
+    if (!s || !take_digits(&s, &v, &overflow)) {
+        errno = EINVAL;
+        return -1;
+    }
+    unsigned shift = 0;
+    switch (*s) {
+    case 'k':
+    case 'K':
+        shift = 10;
+        break;
+    case 'm':
+    case 'M':
+        shift = 20;
+        break;
+    case 'g':
+    case 'G':
+        shift = 30;
+        break;
+    case 't':
+    case 'T':
+        shift = 40;
+        break;
+    default:
+        break;
+    }
+    if (shift) {
+        s++;
+        if (*s == 'i' || *s == 'I') /* 2Gi, 2GiB */
+            s++;
+    }
+    if (*s == 'B' || *s == 'b')
+        s++;
+    if (*s) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (overflow || v > ((uint64_t)INT64_MAX >> shift)) {
+        errno = ERANGE;
+        return -1;
+    }
+    *out_bytes = (int64_t)(v << shift);
+    return 0;
+}
+
+int pdk_parse_duration(const char *s, int64_t *out_seconds)
+{
+    uint64_t v;
+    bool overflow;
+    if (!s || !take_digits(&s, &v, &overflow)) {
+        errno = EINVAL;
+        return -1;
+    }
+    uint64_t unit = 1;
+    switch (*s) {
+    case 's':
+        s++;
+        break;
+    case 'm':
+        unit = 60;
+        s++;
+        break;
+    case 'h':
+        unit = 3600;
+        s++;
+        break;
+    case 'd':
+        unit = 86400;
+        s++;
+        break;
+    default:
+        break;
+    }
+    if (*s) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (overflow || v > (uint64_t)INT64_MAX / unit) {
+        errno = ERANGE;
+        return -1;
+    }
+    *out_seconds = (int64_t)(v * unit);
+    return 0;
+}
+
+/* Cores with up to three decimals ("1.5") as millicores. Returns 0, -EINVAL, -ERANGE, or
+ * -EDOM when finer than a millicore. */
+static int parse_cpu(const char *s, int64_t *millicores)
+{
+    uint64_t whole = 0;
+    bool overflow = false;
+    bool have_whole = take_digits(&s, &whole, &overflow);
+    uint64_t frac = 0;
+    int frac_digits = 0;
+    bool too_fine = false;
+    if (*s == '.') {
+        s++;
+        for (; is_digit(*s); s++) {
+            if (frac_digits < 3) {
+                frac = frac * 10 + (uint64_t)(*s - '0');
+                frac_digits++;
+            } else if (*s != '0') {
+                too_fine = true;
+            }
+        }
+    }
+    bool have_frac = frac_digits > 0;
+    for (int i = frac_digits; i < 3; i++) /* ".5" -> 500 thousandths */
+        frac *= 10;
+    if ((!have_whole && !have_frac) || *s)
+        return -EINVAL;
+    if (overflow || whole > MAX_CPU_CORES)
+        return -ERANGE;
+    if (too_fine)
+        return -EDOM;
+    *millicores = (int64_t)(whole * 1000 + frac);
+    return 0;
+}
+
+/* ---- values ---- */
+
+static void handle_version(parse_state *st, const char *field, yaml_node_t *n)
+{
+    st->saw_version = true;
+    const char *v = scalar_text(st, field, n, "the integer 1");
+    if (!v)
+        return;
+    _cleanup_free_ char *q = quote_str(v);
+    if (n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE) {
+        diag_node(st, n, "version: expected the integer 1, got the string %s (remove the quotes)",
+                  q);
+        return;
+    }
+    uint64_t version;
+    if (parse_decimal(v, UINT32_MAX, &version) != 0) {
+        diag_node(st, n, "version: expected the integer 1, got %s", q);
+        return;
+    }
+    if (version != 1)
+        diag_node(st, n,
+                  "version: %" PRIu64 " is not supported (this version of paddock reads "
+                  "version 1)",
+                  version);
+}
+
+/* Expand and normalise one path. "~" and "~/x" become absolute under the home directory
+ * (and must stay under it); "/x" is normalised; a relative path is accepted only when
+ * workspace_relative (protect), normalised and kept relative, and must not climb out with
+ * "..". Returns a new string, or NULL after a diagnostic. */
+static char *resolve_path(parse_state *st, const char *field, yaml_node_t *n, const char *text,
+                          bool workspace_relative)
+{
+    _cleanup_free_ char *q = quote_str(text);
+    _cleanup_free_ char *path = NULL;
+    if (!*text) {
+        diag_node(st, n, "%s: empty path", field);
+        return NULL;
+    }
+    if (text[0] == '~') {
+        if (text[1] != '\0' && text[1] != '/') {
+            diag_node(st, n, "%s: %s: \"~user\" paths are not supported (write the absolute path)",
+                      field, q);
+            return NULL;
+        }
+        if (!st->home) {
+            diag_node(st, n,
+                      "%s: %s cannot be expanded: no home directory is known (set $HOME, or "
+                      "write an absolute path)",
+                      field, q);
+            return NULL;
+        }
+        _cleanup_free_ char *joined = pdk_path_join(st->home, text + 1);
+        path = pdk_path_normalize(joined);
+        if (!path || !pdk_path_is_within(path, st->home)) {
+            diag_node(st, n, "%s: %s leaves the home directory (write the absolute path)", field,
+                      q);
+            return NULL;
+        }
+    } else if (text[0] == '/') {
+        path = pdk_path_normalize(text);
+    } else if (workspace_relative) {
+        /* Lexical normalisation of a relative path: drop "." and empty components, resolve
+         * ".." inside it; climbing above the start is an escape. */
+        size_t len = strlen(text), o = 0;
+        path = xmalloc(len + 2);
+        const char *p = text;
+        while (*p) {
+            while (*p == '/')
+                p++;
+            if (!*p)
+                break;
+            const char *end = strchrnul(p, '/');
+            size_t part = (size_t)(end - p);
+            if (part == 1 && p[0] == '.') {
+                /* nothing */
+            } else if (part == 2 && p[0] == '.' && p[1] == '.') {
+                if (o == 0) {
+                    diag_node(st, n,
+                              "%s: %s leaves the workspace (protect paths are relative to the "
+                              "workspace root; remove the \"..\")",
+                              field, q);
+                    return NULL;
+                }
+                while (o > 0 && path[o - 1] != '/')
+                    o--;
+                if (o > 0)
+                    o--;
+            } else {
+                if (o > 0)
+                    path[o++] = '/';
+                memcpy(path + o, p, part);
+                o += part;
+            }
+            p = end;
+        }
+        path[o] = '\0';
+        if (o == 0) {
+            diag_node(st, n, "%s: %s is the workspace itself (name a file or directory inside it)",
+                      field, q);
+            return NULL;
+        }
+    } else {
+        diag_node(st, n, "%s: %s must be absolute or start with ~/", field, q);
+        return NULL;
+    }
+    if (workspace_relative && pdk_str_has_suffix(text, "/") && !pdk_str_has_suffix(path, "/")) {
+        char *with_slash = xasprintf("%s/", path);
+        free(path);
+        path = with_slash;
+    }
+    return steal_pointer(&path);
+}
+
+static void path_list(parse_state *st, const char *field, yaml_node_t *n, char ***out,
+                      bool workspace_relative)
+{
+    size_t count;
+    yaml_node_item_t *items;
+    if (!list_items(st, field, n, &items, &count))
+        return;
+    for (size_t i = 0; i < count; i++) {
+        yaml_node_t *item = node_at(st, items[i]);
+        if (!item)
+            continue;
+        /* A plain ~ is null to YAML, but in a list of paths it can only mean the home. */
+        bool tilde = item->type == YAML_SCALAR_NODE &&
+                     item->data.scalar.style == YAML_PLAIN_SCALAR_STYLE && plain_is(item, "~");
+        const char *text = tilde ? "~" : scalar_text(st, field, item, "a path");
+        if (!text)
+            continue;
+        char *path = resolve_path(st, field, item, text, workspace_relative);
+        if (path)
+            pdk_strv_push_take(out, path);
+    }
+}
+
+static void handle_read_deny(parse_state *st, const char *field, yaml_node_t *n)
+{
+    path_list(st, field, n, &st->policy->read_deny, false);
+}
+
+static void handle_read_allow(parse_state *st, const char *field, yaml_node_t *n)
+{
+    path_list(st, field, n, &st->policy->read_allow, false);
+}
+
+static void handle_write(parse_state *st, const char *field, yaml_node_t *n)
+{
+    path_list(st, field, n, &st->policy->write, false);
+}
+
+static void handle_protect(parse_state *st, const char *field, yaml_node_t *n)
+{
+    path_list(st, field, n, &st->policy->protect, true);
+}
+
+/* [A-Za-z_][A-Za-z0-9_]*, with a trailing "*" when glob is allowed. */
+static bool env_name_valid(const char *s, size_t len, bool glob)
+{
+    if (glob && len > 1 && s[len - 1] == '*')
+        len--;
+    if (len == 0)
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        char c = s[i];
+        bool alpha = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
+        if (!alpha && (i == 0 || !is_digit(c)))
+            return false;
+    }
+    return true;
+}
+
+static void handle_env_pass(parse_state *st, const char *field, yaml_node_t *n)
+{
+    size_t count;
+    yaml_node_item_t *items;
+    if (!list_items(st, field, n, &items, &count))
+        return;
+    for (size_t i = 0; i < count; i++) {
+        yaml_node_t *item = node_at(st, items[i]);
+        if (!item)
+            continue;
+        const char *name = scalar_text(st, field, item, "a variable name");
+        if (!name)
+            continue;
+        _cleanup_free_ char *q = quote_str(name);
+        if (strcmp(name, "*") == 0)
+            diag_node(st, item,
+                      "%s: \"*\" would pass every variable, secrets included (name them, or "
+                      "use a prefix such as \"LC_*\")",
+                      field);
+        else if (!env_name_valid(name, strlen(name), true))
+            diag_node(st, item,
+                      "%s: %s is not a variable name (letters, digits and _, not starting with "
+                      "a digit; a trailing * matches a prefix)",
+                      field, q);
+        else
+            pdk_strv_push(&st->policy->env_pass, name);
+    }
+}
+
+static void handle_env_set(parse_state *st, const char *field, yaml_node_t *n)
+{
+    if (!expect_type(st, field, n, YAML_MAPPING_NODE))
+        return;
+    pdk_policy *p = st->policy;
+    size_t count = 0;
+    _cleanup_free_ map_entry *entries = map_entries(st, n, field, &count);
+    for (size_t i = 0; i < count; i++) {
+        map_entry *e = &entries[i];
+        if (!e->key || e->duplicate)
+            continue;
+        if (!env_name_valid(e->key, e->key_len, false)) {
+            _cleanup_free_ char *q = quote(e->key, e->key_len);
+            diag_node(st, e->key_node,
+                      "%s: %s is not a variable name (letters, digits and _, not starting with "
+                      "a digit)",
+                      field, q);
+            continue;
+        }
+        _cleanup_free_ char *value_field = xasprintf("%s.%s", field, e->key);
+        if (node_is_null(e->value)) {
+            diag_node(st, e->value, "%s: missing value (write \"\" for an empty string)",
+                      value_field);
+            continue;
+        }
+        const char *value = scalar_text(st, value_field, e->value, "a value");
+        if (!value)
+            continue;
+        p->env_set = xrealloc(p->env_set, (p->env_set_count + 1) * sizeof(*p->env_set));
+        p->env_set[p->env_set_count].name = xstrdup(e->key);
+        p->env_set[p->env_set_count].value = xstrdup(value);
+        p->env_set_count++;
+    }
+}
+
+static bool is_unlimited(const char *text)
+{
+    return strcmp(text, "unlimited") == 0;
+}
+
+static void handle_memory(parse_state *st, const char *field, yaml_node_t *n)
+{
+    const char *v = scalar_text(st, field, n, "a size");
+    if (!v)
+        return;
+    int64_t bytes;
+    _cleanup_free_ char *q = quote_str(v);
+    if (is_unlimited(v))
+        st->policy->memory_bytes = 0;
+    else if (pdk_parse_size(v, &bytes) == 0)
+        st->policy->memory_bytes = bytes;
+    else if (errno == ERANGE)
+        diag_node(st, n, "%s: %s is too large", field, q);
+    else
+        diag_node(st, n, "%s: %s is not a size (use a number with K, M, G or T, e.g. 2G)", field,
+                  q);
+}
+
+static void handle_pids(parse_state *st, const char *field, yaml_node_t *n)
+{
+    const char *v = scalar_text(st, field, n, "a number");
+    if (!v)
+        return;
+    _cleanup_free_ char *q = quote_str(v);
+    uint64_t pids = 0;
+    int r = is_unlimited(v) ? 0 : parse_decimal(v, MAX_PIDS, &pids);
+    if (r == 0)
+        st->policy->pids = (int64_t)pids;
+    else if (r == -ERANGE)
+        diag_node(st, n, "%s: %s is too large (at most %d)", field, q, MAX_PIDS);
+    else
+        diag_node(st, n,
+                  "%s: %s is not a number of processes (use a positive integer; 0 or unlimited "
+                  "for no limit)",
+                  field, q);
+}
+
+static void handle_cpu(parse_state *st, const char *field, yaml_node_t *n)
+{
+    const char *v = scalar_text(st, field, n, "a number of cores");
+    if (!v)
+        return;
+    _cleanup_free_ char *q = quote_str(v);
+    int64_t millicores = 0;
+    int r = is_unlimited(v) ? 0 : parse_cpu(v, &millicores);
+    if (r == 0)
+        st->policy->cpu_millicores = millicores;
+    else if (r == -ERANGE)
+        diag_node(st, n, "%s: %s is too large (at most %d cores)", field, q, MAX_CPU_CORES);
+    else if (r == -EDOM)
+        diag_node(st, n, "%s: %s is finer than 0.001 cores (use at most 3 decimals)", field, q);
+    else
+        diag_node(st, n,
+                  "%s: %s is not a number of cores (e.g. 2 or 1.5; 0 or unlimited for no "
+                  "limit)",
+                  field, q);
+}
+
+static void handle_timeout(parse_state *st, const char *field, yaml_node_t *n)
+{
+    const char *v = scalar_text(st, field, n, "a duration");
+    if (!v)
+        return;
+    _cleanup_free_ char *q = quote_str(v);
+    int64_t seconds = 0;
+    int r = is_unlimited(v) ? 0 : pdk_parse_duration(v, &seconds) == 0 ? 0 : -errno;
+    if (r == 0 && seconds > MAX_TIMEOUT)
+        r = -ERANGE;
+    if (r == 0)
+        st->policy->timeout_seconds = seconds;
+    else if (r == -ERANGE)
+        diag_node(st, n, "%s: %s is too long", field, q);
+    else
+        diag_node(st, n,
+                  "%s: %s is not a duration (use seconds, or a number with s, m, h or d, e.g. "
+                  "10m; 0 for no timeout)",
+                  field, q);
+}
+
+static void handle_min_abi(parse_state *st, const char *field, yaml_node_t *n)
+{
+    const char *v = scalar_text(st, field, n, "a Landlock ABI version");
+    if (!v)
+        return;
+    uint64_t abi;
+    if (parse_decimal(v, MAX_LANDLOCK_ABI, &abi) == 0) {
+        st->policy->landlock_min_abi = (int)abi;
+        return;
+    }
+    _cleanup_free_ char *q = quote_str(v);
+    diag_node(st, n,
+              "%s: %s is not a Landlock ABI version (use 0 to %d; 0 runs even without "
+              "Landlock)",
+              field, q, MAX_LANDLOCK_ABI);
+}
+
+static void port_list(parse_state *st, const char *field, yaml_node_t *n, bool *has,
+                      uint16_t **ports, size_t *count)
+{
+    size_t nitems;
+    yaml_node_item_t *items;
+    if (!list_items(st, field, n, &items, &nitems))
+        return;
+    *has = true;
+    for (size_t i = 0; i < nitems; i++) {
+        yaml_node_t *item = node_at(st, items[i]);
+        if (!item)
+            continue;
+        const char *v = scalar_text(st, field, item, "a port number");
+        if (!v)
+            continue;
+        uint64_t port;
+        if (parse_decimal(v, 65535, &port) != 0) {
+            _cleanup_free_ char *q = quote_str(v);
+            diag_node(st, item, "%s: %s is not a port (use a number from 0 to 65535)", field, q);
+            continue;
+        }
+        *ports = xrealloc(*ports, (*count + 1) * sizeof(**ports));
+        (*ports)[(*count)++] = (uint16_t)port;
+    }
+}
+
+static void handle_tcp_bind(parse_state *st, const char *field, yaml_node_t *n)
+{
+    pdk_policy *p = st->policy;
+    port_list(st, field, n, &p->has_tcp_bind, &p->tcp_bind, &p->tcp_bind_count);
+}
+
+static void handle_tcp_connect(parse_state *st, const char *field, yaml_node_t *n)
+{
+    pdk_policy *p = st->policy;
+    port_list(st, field, n, &p->has_tcp_connect, &p->tcp_connect, &p->tcp_connect_count);
+}
+
+static void handle_nested_userns(parse_state *st, const char *field, yaml_node_t *n)
+{
+    const char *v = scalar_text(st, field, n, "true or false");
+    if (!v)
+        return;
+    static const char *const yes[] = {"true", "True", "TRUE", "yes", "Yes",
+                                      "YES",  "on",   "On",   "ON"};
+    static const char *const no[] = {"false", "False", "FALSE", "no", "No",
+                                     "NO",    "off",   "Off",   "OFF"};
+    if (n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE) {
+        for (size_t i = 0; i < PDK_ARRAY_SIZE(yes); i++) {
+            if (plain_is(n, yes[i])) {
+                st->policy->nested_userns = true;
+                return;
+            }
+            if (plain_is(n, no[i])) {
+                st->policy->nested_userns = false;
+                return;
+            }
+        }
+    }
+    _cleanup_free_ char *q = quote_str(v);
+    diag_node(st, n, "%s: expected true or false, got %s%s", field, q,
+              n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE ? "" : " (remove the quotes)");
+}
+
+/* ---- the schema ---- */
+
+static const key_spec filesystem_keys[] = {
+    {"read_deny", handle_read_deny},
+    {"read_allow", handle_read_allow},
+    {"write", handle_write},
+    {"protect", handle_protect},
+};
+
+static const key_spec env_keys[] = {
+    {"pass", handle_env_pass},
+    {"set", handle_env_set},
+};
+
+static const key_spec limits_keys[] = {
+    {"memory", handle_memory},
+    {"pids", handle_pids},
+    {"cpu", handle_cpu},
+    {"timeout", handle_timeout},
+};
+
+static const key_spec landlock_keys[] = {
+    {"min_abi", handle_min_abi},
+    {"tcp_bind", handle_tcp_bind},
+    {"tcp_connect", handle_tcp_connect},
+};
+
+static const key_spec sandbox_keys[] = {
+    {"nested_userns", handle_nested_userns},
+};
+
+#define SECTION_HANDLER(fn, table)                                                                 \
+    static void fn(parse_state *st, const char *field, yaml_node_t *n)                             \
+    {                                                                                              \
+        walk_section(st, n, field, table, PDK_ARRAY_SIZE(table));                                  \
+    }
+SECTION_HANDLER(handle_filesystem, filesystem_keys)
+SECTION_HANDLER(handle_env, env_keys)
+SECTION_HANDLER(handle_limits, limits_keys)
+SECTION_HANDLER(handle_landlock, landlock_keys)
+SECTION_HANDLER(handle_sandbox, sandbox_keys)
+
+static const key_spec top_keys[] = {
+    {"version", handle_version}, {"filesystem", handle_filesystem}, {"env", handle_env},
+    {"limits", handle_limits},   {"landlock", handle_landlock},     {"sandbox", handle_sandbox},
+};
+
+/* ---- libyaml ---- */
+
+static PDK_NORETURN void yaml_out_of_memory(void)
+{
+    static const char msg[] = "paddock: out of memory (libyaml)\n";
+    ssize_t r = write(STDERR_FILENO, msg, sizeof(msg) - 1);
+    (void)r;
+    abort();
+}
+
+static void syntax_diag(parse_state *st, const yaml_parser_t *parser)
+{
+    const char *problem = parser->problem ? parser->problem : "invalid YAML";
+    switch (parser->error) {
+    case YAML_MEMORY_ERROR:
+        yaml_out_of_memory();
+    case YAML_READER_ERROR: {
+        /* The reader reports a byte offset, not a mark. */
+        size_t line = 1, column = 1;
+        for (size_t i = 0; i < parser->problem_offset && i < st->len; i++) {
+            if (st->text[i] == '\n') {
+                line++;
+                column = 1;
+            } else {
+                column++;
+            }
+        }
+        if (parser->problem_value >= 0)
+            diag_at(st, line, column, "not valid UTF-8 text: %s (byte 0x%02x)", problem,
+                    (unsigned)parser->problem_value & 0xffu);
+        else
+            diag_at(st, line, column, "not valid UTF-8 text: %s", problem);
+        return;
+    }
+    case YAML_SCANNER_ERROR:
+    case YAML_PARSER_ERROR:
+    case YAML_COMPOSER_ERROR:
+        if (parser->context)
+            diag_mark(st, &parser->problem_mark,
+                      "YAML syntax error: %s, %s that starts at line %zu, column %zu", problem,
+                      parser->context, parser->context_mark.line + 1,
+                      parser->context_mark.column + 1);
+        else
+            diag_mark(st, &parser->problem_mark, "YAML syntax error: %s", problem);
+        return;
+    case YAML_NO_ERROR:
+    case YAML_WRITER_ERROR:
+    case YAML_EMITTER_ERROR:
+    default:
+        diag_at(st, 0, 0, "YAML error: %s", problem);
+        return;
+    }
+}
+
+static void parser_init(parse_state *st, yaml_parser_t *parser)
+{
+    if (!yaml_parser_initialize(parser))
+        yaml_out_of_memory();
+    /* The encoding is detected (UTF-8 with or without a BOM, or UTF-16 with one). */
+    yaml_parser_set_input_string(parser, (const unsigned char *)st->text, st->len);
+}
+
+static void refuse_anchor_tag(parse_state *st, const yaml_event_t *ev, const yaml_char_t *anchor,
+                              const yaml_char_t *tag)
+{
+    if (anchor)
+        diag_mark(st, &ev->start_mark,
+                  "anchors and aliases are not allowed in a policy (write the value out)");
+    if (tag) {
+        /* libyaml expands "!!str" to the full tag; show it the way it was written. */
+        static const char core[] = "tag:yaml.org,2002:";
+        const char *t = (const char *)tag;
+        _cleanup_free_ char *shown =
+            pdk_str_has_prefix(t, core) ? xasprintf("!!%s", t + strlen(core)) : xstrdup(t);
+        _cleanup_free_ char *q = quote_str(shown);
+        diag_mark(st, &ev->start_mark, "tags (%s) are not allowed in a policy (remove it)", q);
+    }
+}
+
+/* The event pass. Returns true when the first document is safe to load and walk. */
+static bool prescan(parse_state *st)
+{
+    yaml_parser_t parser;
+    parser_init(st, &parser);
+    bool ok = true, done = false;
+    int depth = 0, documents = 0;
+    while (!done) {
+        yaml_event_t ev;
+        if (!yaml_parser_parse(&parser, &ev)) {
+            syntax_diag(st, &parser);
+            ok = false;
+            break;
+        }
+        switch (ev.type) {
+        case YAML_STREAM_END_EVENT:
+            done = true;
+            break;
+        case YAML_DOCUMENT_START_EVENT:
+            if (++documents > 1) {
+                /* The first document was scanned completely: it can still be walked. */
+                diag_mark(st, &ev.start_mark,
+                          "a policy is a single YAML document (remove this \"---\" and what "
+                          "follows)");
+                done = true;
+            }
+            break;
+        case YAML_ALIAS_EVENT:
+            diag_mark(st, &ev.start_mark,
+                      "anchors and aliases are not allowed in a policy (write the value out)");
+            ok = false;
+            break;
+        case YAML_SCALAR_EVENT:
+            refuse_anchor_tag(st, &ev, ev.data.scalar.anchor, ev.data.scalar.tag);
+            break;
+        case YAML_SEQUENCE_START_EVENT:
+        case YAML_MAPPING_START_EVENT:
+            if (ev.type == YAML_SEQUENCE_START_EVENT)
+                refuse_anchor_tag(st, &ev, ev.data.sequence_start.anchor,
+                                  ev.data.sequence_start.tag);
+            else
+                refuse_anchor_tag(st, &ev, ev.data.mapping_start.anchor, ev.data.mapping_start.tag);
+            if (++depth > MAX_DEPTH) {
+                diag_mark(st, &ev.start_mark,
+                          "nested more than %d levels deep (a policy is at most 3)", MAX_DEPTH);
+                ok = false;
+                done = true;
+            }
+            break;
+        case YAML_SEQUENCE_END_EVENT:
+        case YAML_MAPPING_END_EVENT:
+            depth--;
+            break;
+        case YAML_NO_EVENT:
+        case YAML_STREAM_START_EVENT:
+        case YAML_DOCUMENT_END_EVENT:
+        default:
+            break;
+        }
+        yaml_event_delete(&ev);
+    }
+    yaml_parser_delete(&parser);
+    return ok;
+}
+
+static void walk_root(parse_state *st, yaml_node_t *root)
+{
+    if (!root || node_is_null(root)) {
+        diag_at(st, 1, 1, "missing \"version: 1\" (add it as the first line)");
+        return;
+    }
+    if (root->type != YAML_MAPPING_NODE) {
+        _cleanup_free_ char *got = describe(root);
+        diag_node(st, root,
+                  "a policy is a mapping of keys (\"version: 1\" on the first line, then "
+                  "sections), got %s",
+                  got);
+        return;
+    }
+    walk_section(st, root, NULL, top_keys, PDK_ARRAY_SIZE(top_keys));
+    if (!st->saw_version)
+        diag_at(st, 1, 1, "missing \"version: 1\" (add it as the first line)");
+}
+
+static void parse_text(parse_state *st)
+{
+    if (!prescan(st))
+        return;
+    yaml_parser_t parser;
+    parser_init(st, &parser);
+    yaml_document_t doc;
+    if (!yaml_parser_load(&parser, &doc)) {
+        syntax_diag(st, &parser);
+        yaml_parser_delete(&parser);
+        return;
+    }
+    st->doc = &doc;
+    walk_root(st, yaml_document_get_root_node(&doc));
+    st->doc = NULL;
+    yaml_document_delete(&doc);
+    yaml_parser_delete(&parser);
+}
+
+/* ---- the API ---- */
+
+static pdk_policy *policy_new(const char *source)
+{
+    pdk_policy *p = xcalloc(1, sizeof(*p));
+    p->source = xstrdup(source);
+    p->read_deny = xcalloc(1, sizeof(char *));
+    p->read_allow = xcalloc(1, sizeof(char *));
+    p->write = xcalloc(1, sizeof(char *));
+    p->protect = xcalloc(1, sizeof(char *));
+    p->env_pass = xcalloc(1, sizeof(char *));
+    p->memory_bytes = DEFAULT_MEMORY_BYTES;
+    p->pids = DEFAULT_PIDS;
+    p->cpu_millicores = 0;
+    p->timeout_seconds = 0;
+    p->landlock_min_abi = DEFAULT_LANDLOCK_ABI;
+    p->nested_userns = false;
+    return p;
+}
+
+void pdk_policy_free(pdk_policy *policy)
+{
+    if (!policy)
+        return;
+    free(policy->source);
+    free(policy->base_dir);
+    pdk_strv_free(policy->read_deny);
+    pdk_strv_free(policy->read_allow);
+    pdk_strv_free(policy->write);
+    pdk_strv_free(policy->protect);
+    pdk_strv_free(policy->env_pass);
+    for (size_t i = 0; i < policy->env_set_count; i++) {
+        free(policy->env_set[i].name);
+        free(policy->env_set[i].value);
+    }
+    free(policy->env_set);
+    free(policy->tcp_bind);
+    free(policy->tcp_connect);
+    free(policy);
+}
+
+void pdk_policy_diags_free(pdk_policy_diags *diags)
+{
+    if (!diags)
+        return;
+    for (size_t i = 0; i < diags->count; i++) {
+        free(diags->items[i].file);
+        free(diags->items[i].message);
+    }
+    free(diags->items);
+    diags->items = NULL;
+    diags->count = 0;
+}
+
+char *pdk_policy_diag_format(const pdk_policy_diag *diag)
+{
+    const char *file = diag->file ? diag->file : "<policy>";
+    const char *message = diag->message ? diag->message : "";
+    if (diag->line > 0 && diag->column > 0)
+        return xasprintf("%s:%d:%d: %s", file, diag->line, diag->column, message);
+    if (diag->line > 0)
+        return xasprintf("%s:%d: %s", file, diag->line, message);
+    return xasprintf("%s: %s", file, message);
+}
+
+/* Hand the collected diagnostics over (or drop them); fill err with the first. */
+static int finish_failed(parse_state *st, pdk_policy_diags *diags, pdk_error *err)
+{
+    sort_diags(st->diags, st->ndiags);
+    /* diag_at() refuses once MAX_DIAGS are stored: the note goes last, by hand. */
+    if (st->truncated) {
+        st->diags = xrealloc(st->diags, (st->ndiags + 1) * sizeof(*st->diags));
+        st->diags[st->ndiags++] = (pdk_policy_diag){
+            .file = xstrdup(st->name),
+            .message = xasprintf("too many problems; only the first %d are shown", MAX_DIAGS),
+        };
+    }
+    _cleanup_free_ char *first = pdk_policy_diag_format(&st->diags[0]);
+    pdk_error_set(err, 0, "%s", first);
+    pdk_policy_diags local = {.items = st->diags, .count = st->ndiags};
+    st->diags = NULL;
+    st->ndiags = 0;
+    if (diags)
+        *diags = local;
+    else
+        pdk_policy_diags_free(&local);
+    return -1;
+}
+
+int pdk_policy_parse(const char *name, const char *text, size_t len, const pdk_policy_context *ctx,
+                     pdk_policy **out, pdk_policy_diags *diags, pdk_error *err)
+{
+    *out = NULL;
+    if (diags)
+        *diags = (pdk_policy_diags){0};
+    if (!name)
+        name = "<policy>";
+    if (!text) {
+        text = "";
+        len = 0;
+    }
+    _cleanup_free_ char *home = NULL;
+    if (ctx && ctx->home && ctx->home[0] == '/')
+        home = pdk_path_normalize(ctx->home);
+    parse_state st = {
+        .name = name,
+        .text = text,
+        .len = len,
+        .home = home,
+        .policy = policy_new(name),
+    };
+    if (len > MAX_POLICY_BYTES)
+        diag_at(&st, 0, 0, TOO_LARGE_MESSAGE);
+    else
+        parse_text(&st);
+    if (st.ndiags > 0 || st.truncated) {
+        pdk_policy_free(st.policy);
+        return finish_failed(&st, diags, err);
+    }
+    *out = st.policy;
+    return 0;
+}
+
+int pdk_policy_load_default(const pdk_policy_context *ctx, pdk_policy **out, pdk_error *err)
+{
+    if (pdk_policy_parse(BUILTIN_SOURCE, default_policy_yaml, sizeof(default_policy_yaml) - 1, ctx,
+                         out, NULL, err) < 0)
+        return pdk_error_prefix(err, "the built-in default policy is broken (a bug in paddock)");
+    return 0;
+}
+
+/* The directory of path, absolute (lexically) when the cwd can be found. */
+static char *base_dir_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    _cleanup_free_ char *dir =
+        slash ? (slash == path ? xstrdup("/") : xstrndup(path, (size_t)(slash - path)))
+              : xstrdup(".");
+    if (dir[0] != '/') {
+        _cleanup_free_ char *cwd = getcwd(NULL, 0);
+        if (!cwd)
+            return steal_pointer(&dir);
+        _cleanup_free_ char *joined = pdk_path_join(cwd, dir);
+        return pdk_path_normalize(joined);
+    }
+    return pdk_path_normalize(dir);
+}
+
+int pdk_policy_load_file(const char *path, const pdk_policy_context *ctx, pdk_policy **out,
+                         pdk_policy_diags *diags, pdk_error *err)
+{
+    *out = NULL;
+    if (diags)
+        *diags = (pdk_policy_diags){0};
+    _cleanup_free_ char *text = NULL;
+    size_t len = 0;
+    if (pdk_read_file_at(AT_FDCWD, path, &text, &len, MAX_POLICY_BYTES) < 0) {
+        if (errno != EFBIG)
+            return pdk_error_set(err, errno, "cannot read policy file %s", path);
+        /* Same diagnostic as for text that is too large. */
+        parse_state st = {.name = path};
+        diag_at(&st, 0, 0, TOO_LARGE_MESSAGE);
+        return finish_failed(&st, diags, err);
+    }
+    if (pdk_policy_parse(path, text, len, ctx, out, diags, err) < 0)
+        return -1;
+    (*out)->base_dir = base_dir_of(path);
+    return 0;
+}

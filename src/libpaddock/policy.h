@@ -79,10 +79,27 @@ typedef struct pdk_policy {
     bool nested_userns; /* allow user namespaces (and mounts) inside the sandbox */
 } pdk_policy;
 
+/* Workspace-relative paths that are read-only in every sandbox (and that commit refuses by
+ * default), whatever the policy says: ".git/hooks/", ".git/config", ".mcp.json" and editor
+ * settings. A trailing "/" marks a directory. NULL-terminated. */
+extern const char *const pdk_builtin_protected[];
+
+/* Home-relative start-up files (shell rc files, ".gitconfig") that are read-only wherever
+ * the sandbox could otherwise write them: when the workspace or a writable bind contains
+ * them. NULL-terminated. */
+extern const char *const pdk_builtin_protected_home[];
+
+/* Home-relative credential locations hidden in every sandbox (".ssh", ".aws", ".gnupg",
+ * ".config/gh", ...), in addition to the policy's filesystem.read_deny. NULL-terminated. */
+extern const char *const pdk_builtin_hidden_home[];
+
 /* The built-in default policy (what runs when no --policy is given). */
 int pdk_policy_load_default(const pdk_policy_context *ctx, pdk_policy **out, pdk_error *err);
 
-/* Parse text (name is used in diagnostics). diags may be NULL. */
+/* Parse text (name is used in diagnostics). diags may be NULL; when given it is reset and,
+ * on failure, holds every problem sorted by position (free with pdk_policy_diags_free).
+ * On success every char ** list of the policy is a NULL-terminated array (possibly empty,
+ * never NULL). Text over 1 MiB is refused. */
 int pdk_policy_parse(const char *name, const char *text, size_t len,
                      const pdk_policy_context *ctx, pdk_policy **out, pdk_policy_diags *diags,
                      pdk_error *err);

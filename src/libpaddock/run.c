@@ -200,6 +200,15 @@ static int build_config(run_state *st, pdk_error *err)
                                   false);
         }
     }
+    /* Start-up files of the home directory, wherever the sandbox could write them. */
+    for (size_t i = 0; pdk_builtin_protected_home[i]; i++) {
+        _cleanup_free_ char *p = pdk_path_join(st->home, pdk_builtin_protected_home[i]);
+        bool writable = pdk_path_is_within(p, st->workspace);
+        for (size_t b = 0; b < cfg->bind_count && !writable; b++)
+            writable = cfg->binds[b].writable && pdk_path_is_within(p, cfg->binds[b].target);
+        if (writable)
+            add_protected(st, &cfg->protect_paths, &rel, p, st->workspace, true);
+    }
     pdk_strv_free(st->session->protected_paths);
     st->session->protected_paths = rel ? rel : xcalloc(1, sizeof(char *));
     cfg->make_placeholders = opt->workspace_mode == PDK_WORKSPACE_OVERLAY;
@@ -249,26 +258,27 @@ static void free_config(pdk_sandbox_config *cfg)
     memset(cfg, 0, sizeof(*cfg));
 }
 
-/* Placeholders live in the session layer only while the sandbox runs. */
-static void remove_placeholders(run_state *st, char **placeholders)
+/* Placeholders live in the session layer only while the sandbox runs: remove them, and
+ * forget the ones that are gone (the others stay on the list that diff and commit
+ * ignore). */
+static void remove_placeholders(run_state *st)
 {
     pdk_session *s = st->session;
     _cleanup_close_ int upper = openat(s->dir_fd, "upper", O_PATH | O_DIRECTORY | O_CLOEXEC);
-    for (size_t i = 0; placeholders && placeholders[i]; i++) {
-        if (!pdk_path_is_within(placeholders[i], st->workspace))
-            continue;
-        const char *rel = pdk_path_relative(placeholders[i], st->workspace);
+    char **kept = xcalloc(1, sizeof(char *));
+    for (size_t i = 0; s->placeholders && s->placeholders[i]; i++) {
+        const char *rel = s->placeholders[i];
         const char *leaf = NULL;
-        _cleanup_close_ int parent = upper >= 0 ? pdk_open_parent_beneath(upper, rel, false, &leaf)
-                                                : -1;
+        _cleanup_close_ int parent =
+            upper >= 0 ? pdk_open_parent_beneath(upper, rel, false, &leaf) : -1;
         if (parent >= 0 && unlinkat(parent, leaf, AT_REMOVEDIR) == 0)
             continue;
         if (errno == ENOENT)
             continue;
-        /* Could not remove it: remember it so that diff and commit ignore it. */
-        if (!pdk_strv_contains(s->placeholders, rel))
-            pdk_strv_push(&s->placeholders, rel);
+        pdk_strv_push(&kept, rel);
     }
+    pdk_strv_free(s->placeholders);
+    s->placeholders = kept;
 }
 
 static size_t count_changes(run_state *st)
@@ -310,6 +320,7 @@ int pdk_run(const pdk_run_options *opt, pdk_run_report *report, pdk_error *err)
     }
     if (pdk_state_dir(true, &st.state_dir, err) < 0)
         goto out;
+    pdk_trace("policy loaded");
     int r = open_session(&st, err);
     if (r < 0)
         goto out;
@@ -326,38 +337,54 @@ int pdk_run(const pdk_run_options *opt, pdk_run_report *report, pdk_error *err)
     }
     if (build_config(&st, err) < 0)
         goto out;
+    pdk_trace("config built");
 
     pdk_sandbox_result result;
     if (pdk_sandbox_run(&st.cfg, &result, err) < 0)
         goto out;
     report->exit_status = result.exit_status;
+    pdk_trace("sandbox ended");
     report->timed_out = result.timed_out;
     report->timeout_seconds = st.cfg.timeout_seconds;
     snprintf(report->message, sizeof(report->message), "%s", result.message);
 
+    /* Every process of the sandbox is dead; its init may still be exiting while this
+     * runs (pdk_sandbox_result_free reaps it). */
     pdk_session *s = st.session;
     s->runs++;
     s->last_exit = result.exit_status;
     s->last_run_ns = pdk_now_realtime_ns();
     if (opt->workspace_mode == PDK_WORKSPACE_OVERLAY) {
-        remove_placeholders(&st, result.placeholders);
+        for (size_t i = 0; result.placeholders && result.placeholders[i]; i++)
+            if (pdk_path_is_within(result.placeholders[i], st.workspace) &&
+                !pdk_strv_contains(s->placeholders,
+                                   pdk_path_relative(result.placeholders[i], st.workspace)))
+                pdk_strv_push(&s->placeholders,
+                              pdk_path_relative(result.placeholders[i], st.workspace));
         report->changes = count_changes(&st);
+        pdk_trace("changes counted");
     }
-    pdk_sandbox_result_free(&result);
     report->session_id = xstrdup(s->id);
     bool keep = s->named || report->changes > 0 ||
                 (opt->workspace_mode == PDK_WORKSPACE_OVERLAY && !st.session_created);
+    int saved = 0;
     if (!keep || (opt->workspace_mode == PDK_WORKSPACE_DIRECT && !s->named)) {
-        if (pdk_session_remove(s, err) < 0)
-            goto out;
-        report->session_removed = true;
+        saved = pdk_session_remove(s, err);
+        report->session_removed = saved == 0;
     } else {
-        if (pdk_session_save(s, true, err) < 0)
-            goto out;
-        report->session_kept = true;
+        if (opt->workspace_mode == PDK_WORKSPACE_OVERLAY)
+            remove_placeholders(&st);
+        saved = pdk_session_save(s, true, err);
+        report->session_kept = saved == 0;
     }
+    pdk_trace("session saved");
+    pdk_sandbox_result_free(&result);
+    pdk_trace("init reaped");
+    if (saved < 0)
+        goto out;
     st.session_created = false;
     ret = 0;
+    pdk_trace("session saved");
 out:
     if (ret < 0 && st.session_created && st.session) {
         pdk_error ignored = {0};

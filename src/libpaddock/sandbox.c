@@ -19,6 +19,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+struct pdk_sandbox_rest {
+    int pidfd;
+    pdk_supervisor *sup;
+    pdk_cgroup *cgroup;
+};
+
 static void kill_and_reap(pid_t pid, int pidfd)
 {
     if (pidfd >= 0)
@@ -116,6 +122,7 @@ int pdk_sandbox_run(const pdk_sandbox_config *cfg, pdk_sandbox_result *res, pdk_
     pdk_seccomp_options sopts = {.nested_userns = cfg->nested_userns};
     if (pdk_seccomp_build(&sopts, &seccomp, err) < 0)
         return -1;
+    pdk_trace("seccomp built");
     pdk_cgroup *cgroup = NULL;
     pdk_cgroup_limits limits = {cfg->memory_bytes, cfg->pids, cfg->cpu_millicores};
     if (pdk_cgroup_create(cfg->cgroup_name, &limits, cfg->allow_degraded, &cgroup, err) < 0) {
@@ -144,7 +151,6 @@ int pdk_sandbox_run(const pdk_sandbox_config *cfg, pdk_sandbox_result *res, pdk_
         .seccomp = &seccomp,
         .sync_fd = sock[1],
         .v1_cgroup = pdk_cgroup_mode_of(cgroup) == PDK_CGROUP_V1,
-        .have_cgroup = cgroup != NULL,
     };
 
     /* 2. One clone3 with every namespace; all signals blocked across it so that the child
@@ -158,6 +164,7 @@ int pdk_sandbox_run(const pdk_sandbox_config *cfg, pdk_sandbox_result *res, pdk_
         pdk__sandbox_child_main(&args);
     }
     int clone_errno = errno;
+    pdk_trace("cloned");
     sigprocmask(SIG_SETMASK, &args.original_mask, NULL);
     close(sock[1]);
     sock[1] = -1;
@@ -195,6 +202,7 @@ int pdk_sandbox_run(const pdk_sandbox_config *cfg, pdk_sandbox_result *res, pdk_
     pdk_mounts_close_sources(&sources);
 
     /* 5. Supervise. */
+    pdk_trace("go sent");
     pdk_supervisor_outcome outcome;
     memset(&outcome, 0, sizeof(outcome));
     if (pdk_supervisor_run(sup, pid, pidfd, sock[0], cfg->timeout_seconds, cfg->tty, &outcome,
@@ -204,6 +212,11 @@ int pdk_sandbox_run(const pdk_sandbox_config *cfg, pdk_sandbox_result *res, pdk_
     }
     fill_result(&outcome, res);
     res->placeholders = outcome.placeholders;
+    /* Init may still be exiting: pdk_sandbox_result_free() reaps it. */
+    res->rest = xcalloc(1, sizeof(*res->rest));
+    res->rest->pidfd = steal_fd(&pidfd);
+    res->rest->sup = steal_pointer(&sup);
+    res->rest->cgroup = steal_pointer(&cgroup);
     ret = 0;
     goto out;
 
@@ -227,4 +240,13 @@ void pdk_sandbox_result_free(pdk_sandbox_result *res)
 {
     pdk_strv_free(res->placeholders);
     res->placeholders = NULL;
+    pdk_sandbox_rest *rest = res->rest;
+    if (!rest)
+        return;
+    pdk_supervisor_reap(rest->pidfd);
+    close(rest->pidfd);
+    pdk_supervisor_free(rest->sup);
+    pdk_cgroup_destroy(rest->cgroup);
+    free(rest);
+    res->rest = NULL;
 }

@@ -70,20 +70,27 @@ typedef struct pdk_sandbox_config {
     const char *cgroup_name; /* unique name for this run's cgroup */
 } pdk_sandbox_config;
 
+typedef struct pdk_sandbox_rest pdk_sandbox_rest;
+
 typedef struct pdk_sandbox_result {
     int exit_status; /* the contract: the command's own, 125, 126, 127, 128+N */
     bool timed_out;
     bool started;     /* the command was executed */
     char **placeholders; /* absolute paths paddock created as mount points */
     char message[1024];  /* why paddock failed (status 125/126/127), else empty */
+    pdk_sandbox_rest *rest; /* what pdk_sandbox_result_free() finishes */
 } pdk_sandbox_result;
 
-/* Run cfg to completion. Returns 0 when the sandbox ran (result says how the command
- * ended, including 125/126/127 for setup and exec failures inside), -1 with err when it
- * could not be started at all. */
+/* Run cfg until the command has ended and every process of the sandbox is dead. Returns 0
+ * when the sandbox ran (result says how the command ended, including 125/126/127 for setup
+ * and exec failures inside), -1 with err when it could not be started at all. The
+ * sandbox's init may still be exiting (the kernel tears its namespaces down meanwhile):
+ * do the post-run work, then call pdk_sandbox_result_free(), which reaps it and removes
+ * the cgroup, so that the two overlap. */
 int pdk_sandbox_run(const pdk_sandbox_config *cfg, pdk_sandbox_result *result,
                     pdk_error *err);
 
+/* Reap the sandbox's init, remove its cgroup, free the result. */
 void pdk_sandbox_result_free(pdk_sandbox_result *result);
 
 /* Exit codes of the contract. */

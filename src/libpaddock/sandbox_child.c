@@ -72,12 +72,13 @@ static void loopback_up(void)
     close(s);
 }
 
-static void set_rlimits(const pdk_sandbox_config *cfg, bool have_pids_cgroup)
+static void set_rlimits(const pdk_sandbox_config *cfg)
 {
     struct rlimit core = {0, 0};
     if (setrlimit(RLIMIT_CORE, &core) < 0)
         die("setrlimit(RLIMIT_CORE): %s", strerror(errno));
-    if (cfg->pids > 0 && !have_pids_cgroup) {
+    /* Counted per (user namespace, uid): this sandbox's processes only. */
+    if (cfg->pids > 0) {
         struct rlimit nproc = {(rlim_t)cfg->pids, (rlim_t)cfg->pids};
         if (setrlimit(RLIMIT_NPROC, &nproc) < 0)
             die("setrlimit(RLIMIT_NPROC): %s", strerror(errno));
@@ -200,6 +201,7 @@ static PDK_NORETURN void command_main(const pdk__child_args *args, int ruleset_f
     }
     if (chdir(cfg->cwd) < 0 && (!cfg->workspace || chdir(cfg->workspace) < 0) && chdir("/") < 0)
         _exit(PDK_EXIT_PADDOCK_FAILED);
+    pdk_trace("command: exec");
     int e = exec_command(cfg->argv, cfg->envp);
     int report[2] = {-1, e};
     (void)!write(exec_report_fd, report, sizeof(report));
@@ -229,8 +231,14 @@ static PDK_NORETURN void init_loop(pid_t command)
             if (pid <= 0)
                 break;
             if (pid == command) {
+                pdk_trace("child: command exited");
+                /* Kill and reap whatever is left before reporting, so that the supervisor
+                 * may look at the workspace at once, while the kernel tears the
+                 * namespaces down after our exit. */
+                kill(-1, SIGKILL);
+                while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
+                    ;
                 pdk__msg_send(sync_fd, PDK_MSG_EXIT, status, NULL, NULL, 0);
-                /* Our exit kills everything left in the pid namespace. */
                 _exit(0);
             }
         }
@@ -257,6 +265,7 @@ void pdk__sandbox_child_main(const pdk__child_args *args)
     int r = pdk__msg_recv(sync_fd, &msg, fds, &nfds, 0);
     if (r <= 0 || msg.type != PDK_MSG_GO)
         _exit(PDK_EXIT_PADDOCK_FAILED); /* the supervisor is gone or gave up */
+    pdk_trace("child: go received");
 
     if (idmap->privileged) {
         if (setgroups(0, NULL) < 0)
@@ -278,6 +287,7 @@ void pdk__sandbox_child_main(const pdk__child_args *args)
     if (pdk_mounts_build(cfg, &src, idmap, sync_fd, &err) < 0)
         die_error(&err);
     pdk_mounts_close_sources(&src);
+    pdk_trace("child: mounts built");
 
     if (cfg->hostname && sethostname(cfg->hostname, strlen(cfg->hostname)) < 0)
         die("sethostname: %s", strerror(errno));
@@ -286,15 +296,17 @@ void pdk__sandbox_child_main(const pdk__child_args *args)
         (void)pdk_write_file_at(AT_FDCWD, "/proc/sys/user/max_user_namespaces", "0");
 
     int ruleset = build_landlock(cfg);
+    pdk_trace("child: landlock ruleset built");
     char slave[128] = "";
     int master = cfg->tty ? open_pty(slave, sizeof(slave)) : -1;
-    set_rlimits(cfg, args->have_cgroup);
+    set_rlimits(cfg);
 
     const char *what = "";
     if (pdk_caps_drop_all(&what) < 0)
         die("%s: %s", what, strerror(errno));
     if (pdk_seccomp_install(args->seccomp) < 0)
         die("installing the seccomp filter: %s", strerror(errno));
+    pdk_trace("child: privileges dropped");
 
     int report[2];
     if (pipe2(report, O_CLOEXEC) < 0)
@@ -330,6 +342,7 @@ void pdk__sandbox_child_main(const pdk__child_args *args)
     } else if (n == (ssize_t)sizeof(int)) {
         die("landlock_restrict_self: %s", strerror(rep[0]));
     }
+    pdk_trace("child: command started");
     pdk__msg_send(sync_fd, PDK_MSG_STARTED, command, NULL, NULL, 0);
     init_loop(command);
 }

@@ -16,7 +16,6 @@ typedef struct pdk__child_args {
     const pdk_seccomp_program *seccomp;
     int sync_fd;
     bool v1_cgroup;         /* re-enter a cgroup namespace once attached */
-    bool have_cgroup;       /* limits are applied by a cgroup (else RLIMIT_NPROC) */
     sigset_t original_mask; /* the caller's signal mask, restored for the command */
 } pdk__child_args;
 

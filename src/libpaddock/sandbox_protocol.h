@@ -12,7 +12,7 @@ enum pdk_msg_type {
     PDK_MSG_GO = 1, /* id maps written; fds: the bind sources (privileged mode) */
     /* init -> supervisor */
     PDK_MSG_ERROR = 10,       /* setup failed: text; init then exits */
-    PDK_MSG_PLACEHOLDER = 11, /* text: absolute path created as a mount point */
+    PDK_MSG_PLACEHOLDER = 11, /* text: absolute paths created as mount points, one a line */
     PDK_MSG_PTY = 12,         /* fd: the pty master for --tty */
     PDK_MSG_EXEC_FAILED = 13, /* value: errno; text: the command */
     PDK_MSG_STARTED = 14,     /* value: the command's pid inside */

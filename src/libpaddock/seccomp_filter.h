@@ -1,8 +1,8 @@
 /* seccomp_filter.h: the sandbox's seccomp filter.
  *
- * Built with libseccomp in the supervisor before the clone (so the child only installs a
- * ready BPF program), for the native architecture (x86_64, aarch64); other architectures'
- * syscalls (i386, x32) kill the process. Denied with EPERM: ptrace, process_vm_readv/writev,
+ * Written with libseccomp in seccomp_rules.c and compiled to BPF at build time for the
+ * native architecture (x86_64, aarch64), so that nothing is built between start and clone;
+ * other architectures' syscalls (i386, x32) kill the process. Denied with EPERM: ptrace, process_vm_readv/writev,
  * pidfd_getfd, io_uring_*, bpf, perf_event_open, userfaultfd, keyctl/add_key/request_key,
  * kexec_*, module loading, syslog, mount/umount2/pivot_root/chroot and the new mount API,
  * unshare/setns and clone with namespace flags (unless nested user namespaces are allowed),
@@ -26,6 +26,11 @@ typedef struct pdk_seccomp_program {
     unsigned short length;
 } pdk_seccomp_program;
 
+/* Variants: bit 0 = nested user namespaces allowed. */
+#define PDK_SECCOMP_VARIANTS 2
+extern const pdk_seccomp_program pdk__seccomp_programs[PDK_SECCOMP_VARIANTS];
+
+/* Pick the program for options (no allocation; out points at static data). */
 int pdk_seccomp_build(const pdk_seccomp_options *options, pdk_seccomp_program *out,
                       pdk_error *err);
 /* Install (sandbox side; no_new_privs must be set). Returns 0 or -1 with errno. */

@@ -60,9 +60,13 @@ static void handle_message(pdk_supervisor *sup, const pdk_msg *msg, int *fds, si
         snprintf(out->message, sizeof(out->message), "%.*s", (int)sizeof(out->message) - 1,
                  msg->text);
         break;
-    case PDK_MSG_PLACEHOLDER:
-        pdk_strv_push(&out->placeholders, msg->text);
+    case PDK_MSG_PLACEHOLDER: {
+        _cleanup_free_ char *copy = xstrdup(msg->text);
+        char *save = NULL;
+        for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+            pdk_strv_push(&out->placeholders, line);
         break;
+    }
     case PDK_MSG_PTY:
         if (nfds == 1 && sup->tty && !sup->pty) {
             sup->pty = pdk_pty_relay_start(sup->base, fds[0]);
@@ -76,11 +80,14 @@ static void handle_message(pdk_supervisor *sup, const pdk_msg *msg, int *fds, si
                  (int)sizeof(out->exec_command) - 1, msg->text);
         break;
     case PDK_MSG_STARTED:
+        pdk_trace("supervisor: started");
         out->started = true;
         break;
     case PDK_MSG_EXIT:
+        /* Everything in the sandbox is dead; init is exiting. */
         out->exited = true;
         out->wait_status = msg->value;
+        event_base_loopbreak(sup->base);
         break;
     case PDK_MSG_GO:
     default:
@@ -116,16 +123,24 @@ static void on_sync(evutil_socket_t fd, short what, void *arg)
 static void on_init_exit(evutil_socket_t fd, short what, void *arg)
 {
     pdk_supervisor *sup = arg;
+    pdk_trace("supervisor: init exited");
     drain_messages(sup);
+    if (!sup->out->exited)
+        sup->out->init_wait_status = pdk_supervisor_reap(sup->init_pidfd);
+    event_base_loopbreak(sup->base);
+}
+
+int pdk_supervisor_reap(int init_pidfd)
+{
     siginfo_t info;
     memset(&info, 0, sizeof(info));
-    if (waitid((idtype_t)P_PIDFD, (id_t)sup->init_pidfd, &info, WEXITED) == 0) {
-        if (info.si_code == CLD_EXITED)
-            sup->out->init_wait_status = (info.si_status & 0xff) << 8;
-        else
-            sup->out->init_wait_status = info.si_status & 0x7f;
+    while (waitid((idtype_t)P_PIDFD, (id_t)init_pidfd, &info, WEXITED) < 0) {
+        if (errno != EINTR)
+            return -1; /* already reaped */
     }
-    event_base_loopbreak(sup->base);
+    if (info.si_code == CLD_EXITED)
+        return (info.si_status & 0xff) << 8;
+    return info.si_status & 0x7f;
 }
 
 static void on_timeout(evutil_socket_t fd, short what, void *arg)

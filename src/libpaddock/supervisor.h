@@ -35,10 +35,15 @@ typedef struct pdk_supervisor_outcome {
 pdk_supervisor *pdk_supervisor_new(pdk_error *err);
 struct event_base *pdk_supervisor_base(pdk_supervisor *sup);
 
-/* Run until init exits. timeout_seconds 0 means none; tty relays the pty init sends. */
+/* Run until the command has ended: init reports its status once every process in the
+ * sandbox is dead (or init itself dies). Init may still be exiting when this returns; reap
+ * it with pdk_supervisor_reap(). timeout_seconds 0 means none; tty relays the pty init sends. */
 int pdk_supervisor_run(pdk_supervisor *sup, pid_t init_pid, int init_pidfd, int sync_fd,
                        int64_t timeout_seconds, bool tty, pdk_supervisor_outcome *out,
                        pdk_error *err);
+
+/* Wait for init to be gone; its wait status, or -1 when it was reaped already. */
+int pdk_supervisor_reap(int init_pidfd);
 
 void pdk_supervisor_free(pdk_supervisor *sup);
 

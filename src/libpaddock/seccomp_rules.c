@@ -1,0 +1,244 @@
+/* seccomp_rules.c: the sandbox's seccomp rules, written with libseccomp. This is a
+ * build-time generator: it compiles the rules into BPF for the build's architecture, one
+ * program per variant, and writes them as C arrays (seccomp_programs.c). At run time paddock
+ * only picks a program and installs it: nothing is built between start and clone, and
+ * libseccomp is not loaded at all. seccomp_filter.h lists what is denied.
+ *
+ *   paddock-seccomp-gen OUTPUT.c
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <linux/filter.h>
+#include <sched.h>
+#include <seccomp.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define PDK_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define PDK_SECCOMP_VARIANTS 2
+
+typedef struct pdk_seccomp_options {
+    bool nested_userns;
+} pdk_seccomp_options;
+
+#ifndef CLONE_NEWTIME
+#define CLONE_NEWTIME 0x00000080
+#endif
+
+#define NAMESPACE_CLONE_FLAGS                                                              \
+    (CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS |            \
+     CLONE_NEWNET | CLONE_NEWCGROUP | CLONE_NEWTIME)
+
+/* Always denied with EPERM. */
+static const char *const denied_always[] = {
+    "ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd",
+    "io_uring_setup", "io_uring_enter", "io_uring_register",
+    "bpf", "perf_event_open", "userfaultfd",
+    "keyctl", "add_key", "request_key",
+    "kexec_load", "kexec_file_load",
+    "init_module", "finit_module", "delete_module",
+    "syslog", "acct", "swapon", "swapoff", "reboot", "quotactl", "quotactl_fd",
+    "open_by_handle_at", "lookup_dcookie", "uselib", "nfsservctl", "vhangup",
+    "settimeofday", "clock_settime", "clock_adjtime", "adjtimex",
+    NULL,
+};
+
+/* Denied unless nested user namespaces are allowed. */
+static const char *const denied_unless_nested[] = {
+    "mount", "umount2", "pivot_root", "chroot", "move_mount", "open_tree", "fsopen",
+    "fsconfig", "fsmount", "fspick", "mount_setattr", "setns", "unshare", NULL,
+};
+
+/* Syscalls newer than libseccomp may know, by their (arch-independent) numbers. */
+static const struct {
+    const char *name;
+    int nr;
+} newer_syscalls[] = {
+    {"open_tree_attr", 467},
+};
+
+static int rule(scmp_filter_ctx ctx, uint32_t action, int nr, unsigned count,
+                const struct scmp_arg_cmp *cmp)
+{
+    return seccomp_rule_add_array(ctx, action, nr, count, cmp);
+}
+
+static int deny_name(scmp_filter_ctx ctx, const char *name)
+{
+    int nr = seccomp_syscall_resolve_name(name);
+    if (nr == __NR_SCMP_ERROR)
+        return 0; /* not on this architecture */
+    return rule(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0, NULL);
+}
+
+static int build_rules(scmp_filter_ctx ctx, const pdk_seccomp_options *options,
+                       const char **what)
+{
+    int r;
+    for (size_t i = 0; denied_always[i]; i++) {
+        if ((r = deny_name(ctx, denied_always[i])) < 0) {
+            *what = denied_always[i];
+            return r;
+        }
+    }
+    if (!options->nested_userns) {
+        for (size_t i = 0; denied_unless_nested[i]; i++) {
+            if ((r = deny_name(ctx, denied_unless_nested[i])) < 0) {
+                *what = denied_unless_nested[i];
+                return r;
+            }
+        }
+        for (size_t i = 0; i < PDK_ARRAY_SIZE(newer_syscalls); i++) {
+            if (seccomp_syscall_resolve_name(newer_syscalls[i].name) != __NR_SCMP_ERROR)
+                continue;
+            if ((r = rule(ctx, SCMP_ACT_ERRNO(EPERM), newer_syscalls[i].nr, 0, NULL)) < 0) {
+                *what = newer_syscalls[i].name;
+                return r;
+            }
+        }
+        /* clone with any namespace flag (flags are the first argument on x86_64 and
+         * aarch64). clone3 passes its flags in memory, out of the filter's reach: ENOSYS
+         * makes libc fall back to clone. */
+        for (unsigned bit = 0; bit < 32; bit++) {
+            uint64_t flag = 1ull << bit;
+            if (!(NAMESPACE_CLONE_FLAGS & flag))
+                continue;
+            struct scmp_arg_cmp c = SCMP_A0(SCMP_CMP_MASKED_EQ, flag, flag);
+            if ((r = rule(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1, &c)) < 0) {
+                *what = "clone";
+                return r;
+            }
+        }
+        if ((r = rule(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0, NULL)) < 0) {
+            *what = "clone3";
+            return r;
+        }
+    }
+
+    /* personality: only the query (0xffffffff) and the default persona (0). The kernel
+     * reads the low 32 bits; libseccomp allows one comparison per argument per rule, so
+     * the two ranges are covered bit by bit: bit 31 clear and another bit set, or bit 31
+     * set and another bit clear. */
+    for (unsigned bit = 0; bit < 31; bit++) {
+        const uint64_t b = 1ull << bit, top = 1ull << 31;
+        struct scmp_arg_cmp low = SCMP_A0(SCMP_CMP_MASKED_EQ, top | b, b);
+        struct scmp_arg_cmp high = SCMP_A0(SCMP_CMP_MASKED_EQ, top | b, top);
+        if ((r = rule(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(personality), 1, &low)) < 0 ||
+            (r = rule(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(personality), 1, &high)) < 0) {
+            *what = "personality";
+            return r;
+        }
+    }
+
+    /* ioctl TIOCSTI / TIOCLINUX: the kernel truncates the command to 32 bits, so compare
+     * only the low half. */
+    static const unsigned long bad_ioctls[] = {TIOCSTI, TIOCLINUX};
+    for (size_t i = 0; i < PDK_ARRAY_SIZE(bad_ioctls); i++) {
+        struct scmp_arg_cmp c = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, bad_ioctls[i]);
+        if ((r = rule(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1, &c)) < 0) {
+            *what = "ioctl";
+            return r;
+        }
+    }
+
+    /* socket: AF_UNIX (1), AF_INET (2), AF_INET6 (10) only. */
+    {
+        struct scmp_arg_cmp c = SCMP_A0(SCMP_CMP_GE, AF_INET6 + 1);
+        if ((r = rule(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socket), 1, &c)) < 0) {
+            *what = "socket";
+            return r;
+        }
+        static const int others[] = {0, 3, 4, 5, 6, 7, 8, 9};
+        for (size_t i = 0; i < PDK_ARRAY_SIZE(others); i++) {
+            struct scmp_arg_cmp e = SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)others[i]);
+            if ((r = rule(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socket), 1, &e)) < 0) {
+                *what = "socket";
+                return r;
+            }
+        }
+    }
+    return 0;
+}
+
+
+static int generate(FILE *out, unsigned variant)
+{
+    pdk_seccomp_options options = {.nested_userns = (variant & 1) != 0};
+    scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+    if (!ctx)
+        return -ENOMEM;
+    const char *what = "setup";
+    int r = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
+    if (r == 0)
+        r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0);
+    if (r == 0)
+        r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
+    if (r == 0)
+        r = build_rules(ctx, &options, &what);
+    if (r < 0) {
+        fprintf(stderr, "paddock-seccomp-gen: rule for %s: %s\n", what, strerror(-r));
+        seccomp_release(ctx);
+        return r;
+    }
+    int mfd = memfd_create("paddock-seccomp", MFD_CLOEXEC);
+    if (mfd < 0 || (r = seccomp_export_bpf(ctx, mfd)) < 0) {
+        seccomp_release(ctx);
+        return mfd < 0 ? -errno : r;
+    }
+    seccomp_release(ctx);
+    struct stat st;
+    if (fstat(mfd, &st) < 0 || st.st_size % sizeof(struct sock_filter) != 0)
+        return -EINVAL;
+    size_t n = (size_t)st.st_size / sizeof(struct sock_filter);
+    struct sock_filter *prog = malloc((size_t)st.st_size);
+    if (!prog || pread(mfd, prog, (size_t)st.st_size, 0) != st.st_size)
+        return -EIO;
+    close(mfd);
+    fprintf(out, "static const struct sock_filter program_%u[%zu] = {\n", variant, n);
+    for (size_t i = 0; i < n; i++)
+        fprintf(out, "    {0x%04x, %u, %u, 0x%08x},\n", prog[i].code, prog[i].jt, prog[i].jf,
+                prog[i].k);
+    fprintf(out, "};\n\n");
+    free(prog);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: paddock-seccomp-gen OUTPUT.c\n");
+        return 2;
+    }
+    FILE *out = fopen(argv[1], "w");
+    if (!out) {
+        perror(argv[1]);
+        return 1;
+    }
+    fprintf(out, "/* Generated by paddock-seccomp-gen from seccomp_rules.c; do not edit. */\n"
+                 "#include \"seccomp_filter.h\"\n\n");
+    for (unsigned v = 0; v < PDK_SECCOMP_VARIANTS; v++)
+        if (generate(out, v) < 0) {
+            fclose(out);
+            unlink(argv[1]);
+            return 1;
+        }
+    fprintf(out, "const pdk_seccomp_program pdk__seccomp_programs[PDK_SECCOMP_VARIANTS] = {\n");
+    for (unsigned v = 0; v < PDK_SECCOMP_VARIANTS; v++)
+        fprintf(out, "    {(struct sock_filter *)program_%u, PDK_ARRAY_SIZE(program_%u)},\n", v, v);
+    fprintf(out, "};\n");
+    if (fclose(out) != 0) {
+        unlink(argv[1]);
+        return 1;
+    }
+    return 0;
+}

@@ -1,0 +1,956 @@
+/* test_changes.c: scanning an upper layer against the real workspace, and rendering the
+ * changes (patch, --stat, JSON), checked against the real git where it matters.
+ *
+ * The trees are synthetic: a "lower" (the real workspace), an "upper" written in overlayfs'
+ * format (whiteouts are 0:0 character devices, which needs root: tests skip otherwise) and,
+ * for the rendering tests, an "expect" tree holding the merged view the overlay would show.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "changes.h"
+#include "diffrender.h"
+#include "fsutil.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+/* ---- tree helpers ----------------------------------------------------------------------- */
+
+typedef struct ws {
+    char *root, *lower, *upper, *expect;
+    int lower_fd, upper_fd;
+} ws;
+
+static char *at(const char *dir, const char *rel)
+{
+    return xasprintf("%s/%s", dir, rel);
+}
+
+static void put(const char *dir, const char *rel, const char *content, mode_t mode)
+{
+    _cleanup_free_ char *p = at(dir, rel);
+    unlink(p);
+    int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0)
+        fail_msg("create %s: %s", p, strerror(errno));
+    assert_int_equal(pdk_write_all(fd, content, strlen(content)), 0);
+    assert_int_equal(fchmod(fd, mode), 0);
+    close(fd);
+}
+
+static void put_bytes(const char *dir, const char *rel, const void *data, size_t len)
+{
+    _cleanup_free_ char *p = at(dir, rel);
+    int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    assert_true(fd >= 0);
+    assert_int_equal(pdk_write_all(fd, data, len), 0);
+    close(fd);
+}
+
+static void mkd(const char *dir, const char *rel, mode_t mode)
+{
+    _cleanup_free_ char *p = at(dir, rel);
+    if (mkdir(p, mode) < 0 && errno != EEXIST)
+        fail_msg("mkdir %s: %s", p, strerror(errno));
+    assert_int_equal(chmod(p, mode), 0);
+}
+
+static void sym(const char *dir, const char *rel, const char *target)
+{
+    _cleanup_free_ char *p = at(dir, rel);
+    unlink(p);
+    assert_int_equal(symlink(target, p), 0);
+}
+
+static void whiteout(const char *dir, const char *rel)
+{
+    _cleanup_free_ char *p = at(dir, rel);
+    pdk_rm_rf_at(AT_FDCWD, p);
+    if (mknod(p, S_IFCHR | 0, makedev(0, 0)) < 0)
+        fail_msg("mknod %s: %s", p, strerror(errno));
+}
+
+static void set_opaque(const char *dir, const char *rel)
+{
+    _cleanup_free_ char *p = at(dir, rel);
+    assert_int_equal(lsetxattr(p, "user.overlay.opaque", "y", 1, 0), 0);
+}
+
+/* Give upper/rel the origin xattr overlayfs writes on copy-up of lower/lower_rel. */
+static void set_origin(const char *upper, const char *rel, const char *lower,
+                       const char *lower_rel)
+{
+    _cleanup_free_ char *lp = at(lower, lower_rel);
+    _cleanup_free_ char *up = at(upper, rel);
+    struct file_handle *fh = xmalloc(sizeof(*fh) + MAX_HANDLE_SZ);
+    fh->handle_bytes = MAX_HANDLE_SZ;
+    int mount_id;
+    assert_int_equal(name_to_handle_at(AT_FDCWD, lp, fh, &mount_id, 0), 0);
+    unsigned char fb[21 + MAX_HANDLE_SZ] = {0};
+    fb[0] = 0;
+    fb[1] = 0xfb;
+    fb[2] = (unsigned char)(21 + fh->handle_bytes);
+    fb[3] = 0;
+    fb[4] = (unsigned char)fh->handle_type;
+    memcpy(fb + 21, fh->f_handle, fh->handle_bytes);
+    assert_int_equal(lsetxattr(up, "user.overlay.origin", fb, 21 + fh->handle_bytes, 0), 0);
+    free(fh);
+}
+
+static int run(const char *cmd)
+{
+    int r = system(cmd);
+    return WIFEXITED(r) ? WEXITSTATUS(r) : -1;
+}
+
+static void rm_rf(const char *path)
+{
+    pdk_rm_rf_at(AT_FDCWD, path);
+}
+
+static ws *current_ws; /* removed by the teardown, also when a test fails */
+
+static ws *ws_new(void)
+{
+    ws *w = xcalloc(1, sizeof(ws));
+    current_ws = w;
+    char tmpl[] = "/tmp/pdk-test-changes-XXXXXX";
+    assert_non_null(mkdtemp(tmpl));
+    w->root = xstrdup(tmpl);
+    w->lower = at(w->root, "lower");
+    w->upper = at(w->root, "upper");
+    w->expect = at(w->root, "expect");
+    assert_int_equal(mkdir(w->lower, 0755), 0);
+    assert_int_equal(mkdir(w->upper, 0755), 0);
+    w->lower_fd = w->upper_fd = -1;
+    return w;
+}
+
+static void ws_open(ws *w)
+{
+    if (w->lower_fd < 0)
+        w->lower_fd = open(w->lower, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (w->upper_fd < 0)
+        w->upper_fd = open(w->upper, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    assert_true(w->lower_fd >= 0 && w->upper_fd >= 0);
+}
+
+/* The expected merged view starts as a copy of the lower. */
+static void ws_snapshot(ws *w)
+{
+    _cleanup_free_ char *cmd = xasprintf("cp -a '%s' '%s'", w->lower, w->expect);
+    assert_int_equal(run(cmd), 0);
+}
+
+static void ws_free(ws *w)
+{
+    if (!w)
+        return;
+    if (current_ws == w)
+        current_ws = NULL;
+    if (w->lower_fd >= 0)
+        close(w->lower_fd);
+    if (w->upper_fd >= 0)
+        close(w->upper_fd);
+    rm_rf(w->root);
+    free(w->root);
+    free(w->lower);
+    free(w->upper);
+    free(w->expect);
+    free(w);
+}
+
+/* Overlay-style helpers: change the upper, and the expected merged view the same way.
+ * Parent directories are "copied up" with the lower's mode. */
+static void copy_up_parents(ws *w, const char *rel)
+{
+    _cleanup_free_ char *p = xstrdup(rel);
+    for (char *s = strchr(p, '/'); s; s = strchr(s + 1, '/')) {
+        *s = '\0';
+        _cleanup_free_ char *up = at(w->upper, p);
+        struct stat st;
+        if (lstat(up, &st) < 0) {
+            _cleanup_free_ char *lp = at(w->lower, p);
+            mode_t mode = lstat(lp, &st) == 0 ? st.st_mode & 07777 : 0755;
+            mkd(w->upper, p, mode);
+        }
+        *s = '/';
+    }
+}
+
+static void o_put(ws *w, const char *rel, const char *content, mode_t mode)
+{
+    copy_up_parents(w, rel);
+    put(w->upper, rel, content, mode);
+    _cleanup_free_ char *e = at(w->expect, rel);
+    rm_rf(e);
+    put(w->expect, rel, content, mode);
+}
+
+static void o_sym(ws *w, const char *rel, const char *target)
+{
+    copy_up_parents(w, rel);
+    _cleanup_free_ char *u = at(w->upper, rel);
+    rm_rf(u);
+    sym(w->upper, rel, target);
+    _cleanup_free_ char *e = at(w->expect, rel);
+    rm_rf(e);
+    sym(w->expect, rel, target);
+}
+
+static void o_rm(ws *w, const char *rel)
+{
+    copy_up_parents(w, rel);
+    whiteout(w->upper, rel);
+    _cleanup_free_ char *e = at(w->expect, rel);
+    rm_rf(e);
+}
+
+/* rm -r DIR; mkdir DIR: an opaque directory. */
+static void o_fresh_dir(ws *w, const char *rel, mode_t mode)
+{
+    copy_up_parents(w, rel);
+    _cleanup_free_ char *u = at(w->upper, rel);
+    rm_rf(u);
+    mkd(w->upper, rel, mode);
+    set_opaque(w->upper, rel);
+    _cleanup_free_ char *e = at(w->expect, rel);
+    rm_rf(e);
+    mkd(w->expect, rel, mode);
+}
+
+static void o_mkdir(ws *w, const char *rel, mode_t mode)
+{
+    copy_up_parents(w, rel);
+    mkd(w->upper, rel, mode);
+    mkd(w->expect, rel, mode);
+}
+
+/* chmod of a lower file: copy-up with the same content, new mode. */
+static void o_chmod(ws *w, const char *rel, mode_t mode)
+{
+    copy_up_parents(w, rel);
+    _cleanup_free_ char *lp = at(w->lower, rel);
+    _cleanup_free_ char *up = at(w->upper, rel);
+    _cleanup_free_ char *cmd = xasprintf("cp -a '%s' '%s'", lp, up);
+    assert_int_equal(run(cmd), 0);
+    assert_int_equal(chmod(up, mode), 0);
+    _cleanup_free_ char *e = at(w->expect, rel);
+    assert_int_equal(chmod(e, mode), 0);
+}
+
+static bool need_root(void)
+{
+    if (geteuid() != 0) {
+        print_message("# not root: whiteouts (mknod 0:0) need root\n");
+        return false;
+    }
+    return true;
+}
+
+static const pdk_change *get(const pdk_change_list *l, const char *path)
+{
+    const pdk_change *c = pdk_changes_find(l, path);
+    if (!c) {
+        for (size_t i = 0; i < l->count; i++)
+            print_message("#   have %s (%s)\n", l->items[i].path,
+                          pdk_change_status_name(l->items[i].status));
+        fail_msg("no change for \"%s\"", path);
+    }
+    return c;
+}
+
+static void scan(ws *w, char *const *ignore, pdk_change_list *out)
+{
+    ws_open(w);
+    pdk_error err = {0};
+    if (pdk_changes_scan(w->lower_fd, w->upper_fd, ignore, out, &err) < 0)
+        fail_msg("scan: %s", err.message);
+}
+
+/* ---- scan ------------------------------------------------------------------------------- */
+
+static void t_scan_basic(void **state)
+{
+    if (!need_root())
+        skip();
+    ws *w = ws_new();
+    put(w->lower, "mod.txt", "one\n", 0644);
+    put(w->lower, "del.txt", "bye\n", 0644);
+    put(w->lower, "same.txt", "same\n", 0644);
+    mkd(w->lower, "dir", 0755);
+    put(w->lower, "dir/keep", "keep\n", 0644);
+    put(w->lower, "dir/chg", "a\n", 0644);
+
+    put(w->upper, "mod.txt", "two\n", 0644);
+    whiteout(w->upper, "del.txt");
+    put(w->upper, "same.txt", "same\n", 0644); /* copied up, not modified */
+    mkd(w->upper, "dir", 0755);                  /* copied up because of a child */
+    put(w->upper, "dir/keep", "keep\n", 0644);
+    put(w->upper, "dir/chg", "b\n", 0644);
+    put(w->upper, "dir/new", "new\n", 0600);
+    put(w->upper, "new.txt", "hello\n", 0644);
+    whiteout(w->upper, "never-existed"); /* deletes nothing */
+
+    pdk_change_list l;
+    scan(w, NULL, &l);
+    assert_int_equal(l.count, 5);
+    const char *order[] = {"del.txt", "dir/chg", "dir/new", "mod.txt", "new.txt"};
+    for (size_t i = 0; i < 5; i++)
+        assert_string_equal(l.items[i].path, order[i]);
+
+    const pdk_change *c = get(&l, "mod.txt");
+    assert_int_equal(c->status, PDK_CHANGE_MODIFIED);
+    assert_int_equal(c->old_kind, PDK_KIND_FILE);
+    assert_int_equal(c->new_kind, PDK_KIND_FILE);
+    assert_true(c->content_changed);
+    assert_true(c->lower_ctime_ns > 0);
+    c = get(&l, "del.txt");
+    assert_int_equal(c->status, PDK_CHANGE_DELETED);
+    assert_int_equal(c->new_kind, PDK_KIND_NONE);
+    assert_true(c->whiteout);
+    assert_int_equal(c->old_size, 4);
+    c = get(&l, "dir/new");
+    assert_int_equal(c->status, PDK_CHANGE_ADDED);
+    assert_int_equal(c->new_mode & 07777, 0600);
+    assert_int_equal(c->lower_ctime_ns, -1);
+    assert_false(c->has_origin);
+    pdk_change_list_free(&l);
+    ws_free(w);
+}
+
+static void t_scan_modes_and_symlinks(void **state)
+{
+    if (!need_root())
+        skip();
+    ws *w = ws_new();
+    put(w->lower, "run.sh", "#!/bin/sh\n", 0644);
+    mkd(w->lower, "d", 0755);
+    sym(w->lower, "link", "old-target");
+    sym(w->lower, "same-link", "t");
+    put(w->lower, "f2l", "file\n", 0644);
+
+    put(w->upper, "run.sh", "#!/bin/sh\n", 0755);
+    mkd(w->upper, "d", 0700);
+    sym(w->upper, "link", "new-target");
+    sym(w->upper, "same-link", "t");
+    sym(w->upper, "f2l", "somewhere");
+    sym(w->upper, "added-link", "/etc/passwd");
+
+    pdk_change_list l;
+    scan(w, NULL, &l);
+    assert_int_equal(l.count, 5);
+    const pdk_change *c = get(&l, "run.sh");
+    assert_int_equal(c->status, PDK_CHANGE_MODIFIED);
+    assert_false(c->content_changed);
+    assert_int_equal(c->old_mode & 07777, 0644);
+    assert_int_equal(c->new_mode & 07777, 0755);
+    c = get(&l, "d");
+    assert_int_equal(c->status, PDK_CHANGE_MODIFIED);
+    assert_int_equal(c->new_kind, PDK_KIND_DIR);
+    c = get(&l, "link");
+    assert_int_equal(c->status, PDK_CHANGE_MODIFIED);
+    assert_string_equal(c->old_target, "old-target");
+    assert_string_equal(c->new_target, "new-target");
+    c = get(&l, "f2l");
+    assert_int_equal(c->status, PDK_CHANGE_TYPE_CHANGED);
+    assert_int_equal(c->old_kind, PDK_KIND_FILE);
+    assert_int_equal(c->new_kind, PDK_KIND_SYMLINK);
+    assert_string_equal(c->new_target, "somewhere");
+    c = get(&l, "added-link");
+    assert_int_equal(c->status, PDK_CHANGE_ADDED);
+    assert_string_equal(c->new_target, "/etc/passwd");
+    assert_int_equal(pdk_change_display_mode(c->new_kind, c->new_mode), 0120000);
+    pdk_change_list_free(&l);
+    ws_free(w);
+}
+
+static void t_scan_type_changes_and_opaque(void **state)
+{
+    if (!need_root())
+        skip();
+    ws *w = ws_new();
+    put(w->lower, "f2d", "was a file\n", 0644);
+    mkd(w->lower, "d2f", 0755);
+    put(w->lower, "d2f/inner", "x\n", 0644);
+    mkd(w->lower, "d2f/sub", 0755);
+    put(w->lower, "d2f/sub/deep", "y\n", 0644);
+    mkd(w->lower, "op", 0755);
+    put(w->lower, "op/x", "x\n", 0644);
+    put(w->lower, "op/y", "y\n", 0644);
+    mkd(w->lower, "op/sub", 0755);
+    put(w->lower, "op/sub/z", "z\n", 0644);
+    mkd(w->lower, "gone", 0755);
+    put(w->lower, "gone/a", "a\n", 0644);
+    mkd(w->lower, "gone/b", 0755);
+    sym(w->lower, "gone/b/l", "../a");
+
+    mkd(w->upper, "f2d", 0755);
+    set_opaque(w->upper, "f2d");
+    put(w->upper, "f2d/child", "c\n", 0644);
+    put(w->upper, "d2f", "now a file\n", 0644);
+    mkd(w->upper, "op", 0755);
+    set_opaque(w->upper, "op");
+    put(w->upper, "op/y", "y\n", 0644);   /* same as the hidden lower: no change */
+    put(w->upper, "op/new", "n\n", 0644);
+    mkd(w->upper, "op/sub", 0755);        /* recreated: nothing of the lower shows */
+    whiteout(w->upper, "gone");
+
+    pdk_change_list l;
+    scan(w, NULL, &l);
+    const char *expect[][2] = {
+        {"d2f", "type_changed"},     {"d2f/inner", "deleted"}, {"d2f/sub", "deleted"},
+        {"d2f/sub/deep", "deleted"}, {"f2d", "type_changed"},  {"f2d/child", "added"},
+        {"gone", "deleted"},         {"gone/a", "deleted"},    {"gone/b", "deleted"},
+        {"gone/b/l", "deleted"},     {"op/new", "added"},      {"op/sub/z", "deleted"},
+        {"op/x", "deleted"},
+    };
+    assert_int_equal(l.count, PDK_ARRAY_SIZE(expect));
+    for (size_t i = 0; i < PDK_ARRAY_SIZE(expect); i++) {
+        assert_string_equal(l.items[i].path, expect[i][0]);
+        assert_string_equal(pdk_change_status_name(l.items[i].status), expect[i][1]);
+    }
+    assert_true(get(&l, "gone")->whiteout);
+    assert_false(get(&l, "gone/a")->whiteout);
+    assert_string_equal(get(&l, "gone/b/l")->old_target, "../a");
+    assert_non_null(l.opaque_dirs);
+    assert_string_equal(l.opaque_dirs[0], "f2d");
+    assert_string_equal(l.opaque_dirs[1], "op");
+    assert_null(l.opaque_dirs[2]);
+    pdk_change_list_free(&l);
+    ws_free(w);
+}
+
+static void t_scan_other_placeholders_and_order(void **state)
+{
+    if (!need_root())
+        skip();
+    ws *w = ws_new();
+    mkd(w->lower, "a", 0755);
+    put(w->lower, "a/b", "1\n", 0644);
+    put(w->lower, ".env", "SECRET=1\n", 0600);
+    mkd(w->upper, "a", 0755);
+    put(w->upper, "a/b", "2\n", 0644);
+    put(w->upper, "a-b", "x\n", 0644);
+    put(w->upper, "a.b", "x\n", 0644);
+    _cleanup_free_ char *fifo = at(w->upper, "pipe");
+    assert_int_equal(mkfifo(fifo, 0644), 0);
+    /* Mount points paddock made: skipped, with anything beneath. */
+    put(w->upper, ".env", "", 0600);
+    mkd(w->upper, ".paddock", 0755);
+    put(w->upper, ".paddock/inside", "x\n", 0644);
+
+    char *ignore[] = {".env", ".paddock", NULL};
+    pdk_change_list l;
+    scan(w, ignore, &l);
+    assert_int_equal(l.count, 4);
+    /* Byte order: '-' (0x2d) < '.' (0x2e) < '/' (0x2f). */
+    assert_string_equal(l.items[0].path, "a-b");
+    assert_string_equal(l.items[1].path, "a.b");
+    assert_string_equal(l.items[2].path, "a/b");
+    assert_string_equal(l.items[3].path, "pipe");
+    assert_int_equal(l.items[3].new_kind, PDK_KIND_OTHER);
+    assert_int_equal(l.items[3].status, PDK_CHANGE_ADDED);
+    pdk_change_list_free(&l);
+
+    /* Without the ignore list the placeholders show. */
+    scan(w, NULL, &l);
+    assert_non_null(pdk_changes_find(&l, ".env"));
+    assert_non_null(pdk_changes_find(&l, ".paddock/inside"));
+    pdk_change_list_free(&l);
+    ws_free(w);
+}
+
+static void t_scan_origin(void **state)
+{
+    if (!need_root())
+        skip();
+    ws *w = ws_new();
+    put(w->lower, "a", "content\n", 0644);
+    put(w->lower, "kept", "k\n", 0644);
+    put(w->lower, "victim", "v\n", 0644);
+    /* mv a b in the sandbox: whiteout a, b carries a's origin. */
+    whiteout(w->upper, "a");
+    put(w->upper, "b", "content\n", 0644);
+    set_origin(w->upper, "b", w->lower, "a");
+    /* A copy-up of "victim" that was later deleted in the real workspace. */
+    put(w->upper, "victim", "v2\n", 0644);
+    set_origin(w->upper, "victim", w->lower, "victim");
+    /* And one of "kept" whose real file still exists: modified, not added. */
+    put(w->upper, "kept", "k2\n", 0644);
+    set_origin(w->upper, "kept", w->lower, "kept");
+    _cleanup_free_ char *vp = at(w->lower, "victim");
+    assert_int_equal(unlink(vp), 0);
+
+    pdk_change_list l;
+    scan(w, NULL, &l);
+    assert_int_equal(l.count, 4);
+    const pdk_change *b = get(&l, "b");
+    assert_int_equal(b->status, PDK_CHANGE_ADDED);
+    assert_true(b->has_origin);
+    assert_true(b->origin_elsewhere);
+    const pdk_change *v = get(&l, "victim");
+    assert_int_equal(v->status, PDK_CHANGE_ADDED);
+    assert_true(v->has_origin);
+    assert_false(v->origin_elsewhere);
+    const pdk_change *k = get(&l, "kept");
+    assert_int_equal(k->status, PDK_CHANGE_MODIFIED);
+    assert_true(k->has_origin);
+    pdk_change_list_free(&l);
+    ws_free(w);
+}
+
+static void t_scan_symlinks_not_followed(void **state)
+{
+    if (!need_root())
+        skip();
+    ws *w = ws_new();
+    mkd(w->lower, "link", 0755);
+    put(w->lower, "link/a", "a\n", 0644);
+    /* The sandbox replaced a directory by a symlink to /etc, and planted another. */
+    sym(w->upper, "link", "/etc");
+    sym(w->upper, "link2", "/etc");
+    pdk_change_list l;
+    scan(w, NULL, &l);
+    assert_int_equal(l.count, 3);
+    assert_string_equal(l.items[0].path, "link");
+    assert_int_equal(l.items[0].status, PDK_CHANGE_TYPE_CHANGED);
+    assert_string_equal(l.items[1].path, "link/a");
+    assert_int_equal(l.items[1].status, PDK_CHANGE_DELETED);
+    assert_string_equal(l.items[2].path, "link2");
+    assert_int_equal(l.items[2].new_kind, PDK_KIND_SYMLINK);
+    pdk_change_list_free(&l);
+    ws_free(w);
+}
+
+static void t_path_selection(void **state)
+{
+    char *sel[] = {"src/", "./README", NULL};
+    assert_true(pdk_changes_path_selected("src", sel));
+    assert_true(pdk_changes_path_selected("src/a.c", sel));
+    assert_false(pdk_changes_path_selected("srcx", sel));
+    assert_true(pdk_changes_path_selected("README", sel));
+    assert_false(pdk_changes_path_selected("README.md", sel));
+    assert_true(pdk_changes_path_selected("anything", NULL));
+    char *all[] = {".", NULL};
+    assert_true(pdk_changes_path_selected("x/y", all));
+    assert_true(pdk_changes_path_beneath("a/b", "a"));
+    assert_false(pdk_changes_path_beneath("a", "a"));
+    assert_false(pdk_changes_path_beneath("ab", "a"));
+}
+
+/* ---- rendering ---------------------------------------------------------------------------- */
+
+static char *render_patch(ws *w, char *const *paths)
+{
+    pdk_change_list l;
+    scan(w, NULL, &l);
+    pdk_buf out = {0};
+    pdk_error err = {0};
+    pdk_diffrender_options opts = {.context = -1, .paths = paths};
+    if (pdk_diffrender_patch(&l, w->lower_fd, w->upper_fd, &opts, &out, &err) < 0)
+        fail_msg("patch: %s", err.message);
+    pdk_change_list_free(&l);
+    return pdk_buf_steal(&out);
+}
+
+static char *render_stat(ws *w)
+{
+    pdk_change_list l;
+    scan(w, NULL, &l);
+    pdk_buf out = {0};
+    pdk_error err = {0};
+    pdk_diffrender_options opts = {.context = -1};
+    if (pdk_diffrender_stat(&l, w->lower_fd, w->upper_fd, &opts, &out, &err) < 0)
+        fail_msg("stat: %s", err.message);
+    pdk_change_list_free(&l);
+    return pdk_buf_steal(&out);
+}
+
+static void t_render_patch_text(void **state)
+{
+    if (!need_root())
+        skip();
+    ws *w = ws_new();
+    put(w->lower, "mod.txt", "a\nb\nc\n", 0644);
+    put(w->lower, "del.txt", "gone\n", 0644);
+    put(w->lower, "run.sh", "#!/bin/sh\n", 0644);
+    sym(w->lower, "link", "old");
+    put(w->lower, "empty-del", "", 0644);
+    ws_snapshot(w);
+    o_put(w, "mod.txt", "a\nB\nc\n", 0644);
+    o_rm(w, "del.txt");
+    o_chmod(w, "run.sh", 0755);
+    o_sym(w, "link", "new");
+    o_put(w, "new.txt", "hello", 0644);
+    o_put(w, "empty", "", 0644);
+    o_rm(w, "empty-del");
+    o_mkdir(w, "newdir", 0755);
+
+    _cleanup_free_ char *p = render_patch(w, NULL);
+    const char *want =
+        "diff --git a/del.txt b/del.txt\n"
+        "deleted file mode 100644\n"
+        "--- a/del.txt\n"
+        "+++ /dev/null\n"
+        "@@ -1 +0,0 @@\n"
+        "-gone\n"
+        "diff --git a/empty b/empty\n"
+        "new file mode 100644\n"
+        "diff --git a/empty-del b/empty-del\n"
+        "deleted file mode 100644\n"
+        "diff --git a/link b/link\n"
+        "--- a/link\n"
+        "+++ b/link\n"
+        "@@ -1 +1 @@\n"
+        "-old\n"
+        "\\ No newline at end of file\n"
+        "+new\n"
+        "\\ No newline at end of file\n"
+        "diff --git a/mod.txt b/mod.txt\n"
+        "--- a/mod.txt\n"
+        "+++ b/mod.txt\n"
+        "@@ -1,3 +1,3 @@\n"
+        " a\n"
+        "-b\n"
+        "+B\n"
+        " c\n"
+        "diff --git a/new.txt b/new.txt\n"
+        "new file mode 100644\n"
+        "--- /dev/null\n"
+        "+++ b/new.txt\n"
+        "@@ -0,0 +1 @@\n"
+        "+hello\n"
+        "\\ No newline at end of file\n"
+        "diff --git a/run.sh b/run.sh\n"
+        "old mode 100644\n"
+        "new mode 100755\n";
+    assert_string_equal(p, want);
+
+    /* A path filter. */
+    char *only[] = {"mod.txt", "newdir", NULL};
+    _cleanup_free_ char *q = render_patch(w, only);
+    assert_true(pdk_str_has_prefix(q, "diff --git a/mod.txt b/mod.txt\n"));
+    assert_null(strstr(q, "del.txt"));
+    ws_free(w);
+}
+
+static void t_render_binary_and_quoting(void **state)
+{
+    if (!need_root())
+        skip();
+    ws *w = ws_new();
+    put_bytes(w->lower, "blob", "a\0b", 3);
+    ws_snapshot(w);
+    put_bytes(w->upper, "blob", "a\0c\0", 4);
+    put(w->upper, "tab\there", "x\n", 0644);
+    put(w->upper, "with space", "y\n", 0644);
+    _cleanup_free_ char *p = render_patch(w, NULL);
+    assert_non_null(strstr(p, "diff --git a/blob b/blob\nBinary files a/blob and b/blob differ\n"));
+    assert_non_null(strstr(p, "diff --git \"a/tab\\there\" \"b/tab\\there\"\n"));
+    assert_non_null(strstr(p, "+++ \"b/tab\\there\"\n"));
+    assert_non_null(strstr(p, "+++ b/with space\t\n"));
+
+    pdk_buf q = {0};
+    pdk_diffrender_quote_path(&q, "a/", "caf\xc3\xa9");
+    assert_string_equal(q.data, "\"a/caf\\303\\251\"");
+    pdk_buf_free(&q);
+
+    /* Over 16 MiB: binary, "too large". */
+    _cleanup_free_ char *big = at(w->upper, "big");
+    int fd = open(big, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    assert_true(fd >= 0);
+    assert_int_equal(ftruncate(fd, (off_t)(17 << 20)), 0);
+    close(fd);
+    pdk_change_list l;
+    scan(w, NULL, &l);
+    json_t *doc = NULL;
+    pdk_error err = {0};
+    assert_int_equal(pdk_diffrender_json(&l, w->lower_fd, w->upper_fd, NULL, &doc, &err), 0);
+    json_t *changes = json_object_get(doc, "changes");
+    bool saw_big = false;
+    for (size_t i = 0; i < json_array_size(changes); i++) {
+        json_t *c = json_array_get(changes, i);
+        if (strcmp(json_string_value(json_object_get(c, "path")), "big") == 0) {
+            saw_big = true;
+            assert_true(json_is_true(json_object_get(c, "binary")));
+            assert_true(json_is_true(json_object_get(c, "too_large")));
+        }
+    }
+    assert_true(saw_big);
+    json_decref(doc);
+    pdk_change_list_free(&l);
+    ws_free(w);
+}
+
+static void t_render_json(void **state)
+{
+    if (!need_root())
+        skip();
+    ws *w = ws_new();
+    put(w->lower, "m", "1\n2\n3\n", 0644);
+    put(w->lower, "d", "x\n", 0755);
+    ws_snapshot(w);
+    o_put(w, "m", "1\n3\n4\n5\n", 0644);
+    o_rm(w, "d");
+    o_sym(w, "l", "target");
+    o_mkdir(w, "nd", 0750);
+    pdk_change_list l;
+    scan(w, NULL, &l);
+    json_t *doc = NULL;
+    pdk_error err = {0};
+    assert_int_equal(pdk_diffrender_json(&l, w->lower_fd, w->upper_fd, NULL, &doc, &err), 0);
+    char *s = json_dumps(doc, JSON_SORT_KEYS | JSON_COMPACT);
+    const char *want =
+        "{\"changes\":["
+        "{\"binary\":false,\"deletions\":1,\"insertions\":0,\"kind\":\"file\",\"new_mode\":null,"
+        "\"old_kind\":\"file\",\"old_mode\":\"100755\",\"old_target\":null,\"path\":\"d\","
+        "\"status\":\"deleted\",\"target\":null,\"too_large\":false},"
+        "{\"binary\":false,\"deletions\":0,\"insertions\":1,\"kind\":\"symlink\","
+        "\"new_mode\":\"120000\",\"old_kind\":null,\"old_mode\":null,\"old_target\":null,"
+        "\"path\":\"l\",\"status\":\"added\",\"target\":\"target\",\"too_large\":false},"
+        "{\"binary\":false,\"deletions\":1,\"insertions\":2,\"kind\":\"file\","
+        "\"new_mode\":\"100644\",\"old_kind\":\"file\",\"old_mode\":\"100644\","
+        "\"old_target\":null,\"path\":\"m\",\"status\":\"modified\",\"target\":null,"
+        "\"too_large\":false},"
+        "{\"binary\":false,\"deletions\":0,\"insertions\":0,\"kind\":\"dir\","
+        "\"new_mode\":\"040750\",\"old_kind\":null,\"old_mode\":null,\"old_target\":null,"
+        "\"path\":\"nd\",\"status\":\"added\",\"target\":null,\"too_large\":false}],"
+        "\"summary\":{\"deletions\":2,\"files\":4,\"insertions\":3}}";
+    assert_string_equal(s, want);
+    free(s);
+    json_decref(doc);
+    pdk_change_list_free(&l);
+    ws_free(w);
+}
+
+/* ---- against the real git --------------------------------------------------------------- */
+
+static bool have_git(void)
+{
+    if (run("git --version >/dev/null 2>&1") != 0) {
+        print_message("# git is not installed\n");
+        return false;
+    }
+    return true;
+}
+
+/* Every non-directory entry of a tree, "path kind x|-|target content" lines, sorted. */
+static void list_tree(const char *root, const char *rel, pdk_buf *out, bool exec_bit_only)
+{
+    _cleanup_free_ char *dir = rel[0] ? at(root, rel) : xstrdup(root);
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    struct dirent *de;
+    char **names = NULL;
+    while ((de = readdir(d)))
+        if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+            pdk_strv_push(&names, de->d_name);
+    closedir(d);
+    size_t n = pdk_strv_length(names);
+    for (size_t i = 0; i + 1 < n; i++)
+        for (size_t j = i + 1; j < n; j++)
+            if (strcmp(names[i], names[j]) > 0) {
+                char *t = names[i];
+                names[i] = names[j];
+                names[j] = t;
+            }
+    for (size_t i = 0; i < n; i++) {
+        _cleanup_free_ char *sub = rel[0] ? xasprintf("%s/%s", rel, names[i]) : xstrdup(names[i]);
+        _cleanup_free_ char *full = at(root, sub);
+        struct stat st;
+        assert_int_equal(lstat(full, &st), 0);
+        if (S_ISDIR(st.st_mode)) {
+            if (!exec_bit_only)
+                pdk_buf_printf(out, "%s/ dir %o\n", sub, st.st_mode & 07777);
+            list_tree(root, sub, out, exec_bit_only);
+        } else if (S_ISLNK(st.st_mode)) {
+            char t[4096];
+            ssize_t len = readlink(full, t, sizeof(t) - 1);
+            assert_true(len >= 0);
+            t[len] = '\0';
+            pdk_buf_printf(out, "%s symlink %s\n", sub, t);
+        } else if (S_ISREG(st.st_mode)) {
+            char *content = NULL;
+            size_t len = 0;
+            assert_int_equal(pdk_read_file_at(AT_FDCWD, full, &content, &len, 0), 0);
+            if (exec_bit_only)
+                pdk_buf_printf(out, "%s file %s [", sub, (st.st_mode & 0100) ? "x" : "-");
+            else
+                pdk_buf_printf(out, "%s file %o [", sub, st.st_mode & 07777);
+            pdk_buf_append(out, content, len);
+            pdk_buf_puts(out, "]\n");
+            free(content);
+        } else {
+            pdk_buf_printf(out, "%s other %o\n", sub, st.st_mode);
+        }
+    }
+    pdk_strv_free(names);
+}
+
+static void t_git_apply_roundtrip(void **state)
+{
+    if (!need_root() || !have_git())
+        skip();
+    ws *w = ws_new();
+    put(w->lower, "README", "line 1\nline 2\nline 3\nline 4\nline 5\nline 6\nline 7\n", 0644);
+    put(w->lower, "noeol", "first\nlast", 0644);
+    put(w->lower, "script.sh", "#!/bin/sh\necho hi\n", 0644);
+    put(w->lower, "tool", "#!/bin/sh\n", 0755);
+    put(w->lower, "to-delete", "bye\n", 0644);
+    put(w->lower, "empty-to-delete", "", 0644);
+    sym(w->lower, "link", "README");
+    put(w->lower, "file-to-link", "x\n", 0644);
+    sym(w->lower, "link-to-file", "README");
+    mkd(w->lower, "src", 0755);
+    put(w->lower, "src/main.c", "int main(void)\n{\n    return 0;\n}\n", 0644);
+    mkd(w->lower, "old", 0755);
+    put(w->lower, "old/a", "a\n", 0644);
+    mkd(w->lower, "old/deeper", 0755);
+    put(w->lower, "old/deeper/b", "b\n", 0644);
+    put(w->lower, "file-to-dir", "f\n", 0644);
+    mkd(w->lower, "dir-to-file", 0755);
+    put(w->lower, "dir-to-file/x", "x\n", 0644);
+    mkd(w->lower, "fresh", 0755);
+    put(w->lower, "fresh/old-content", "old\n", 0644);
+    put(w->lower, "fresh/kept", "same\n", 0644);
+    ws_snapshot(w);
+
+    o_put(w, "README", "line 1\nline two\nline 3\nline 4\nline 5\nline 6\nline 7\nline 8\n",
+          0644);
+    o_put(w, "noeol", "first\nlast\n", 0644);
+    o_put(w, "script.sh", "#!/bin/sh\necho hello\n", 0755);
+    o_chmod(w, "tool", 0644);
+    o_rm(w, "to-delete");
+    o_rm(w, "empty-to-delete");
+    o_sym(w, "link", "src/main.c");
+    o_sym(w, "file-to-link", "README");
+    o_put(w, "link-to-file", "now a file\n", 0644);
+    o_put(w, "src/main.c", "#include <stdio.h>\nint main(void)\n{\n    return 1;\n}\n", 0644);
+    o_mkdir(w, "new", 0755);
+    o_mkdir(w, "new/nested", 0755);
+    o_put(w, "new/nested/file.txt", "nested\n", 0644);
+    o_put(w, "new/empty", "", 0644);
+    o_put(w, "name with space", "s\n", 0644);
+    o_put(w, "tab\tname", "t\n", 0644);
+    o_put(w, "caf\xc3\xa9", "unicode\n", 0644);
+    o_rm(w, "old");
+    /* rm file-to-dir; mkdir file-to-dir; and the other way round */
+    o_fresh_dir(w, "file-to-dir", 0755);
+    o_put(w, "file-to-dir/inside", "i\n", 0644);
+    o_rm(w, "dir-to-file");
+    o_put(w, "dir-to-file", "now a file\n", 0644);
+    /* rm -r fresh; mkdir fresh; with some same and some new content */
+    o_fresh_dir(w, "fresh", 0755);
+    o_put(w, "fresh/kept", "same\n", 0644);
+    o_put(w, "fresh/new", "new\n", 0644);
+
+    _cleanup_free_ char *patch = render_patch(w, NULL);
+    _cleanup_free_ char *patch_path = at(w->root, "session.patch");
+    put(w->root, "session.patch", patch, 0644);
+    _cleanup_free_ char *copy = at(w->root, "applied");
+    _cleanup_free_ char *cmd = xasprintf(
+        "cp -a '%s' '%s' && cd '%s' && GIT_CEILING_DIRECTORIES=/tmp git apply '%s'", w->lower,
+        copy, copy, patch_path);
+    if (run(cmd) != 0)
+        fail_msg("git apply failed on:\n%s", patch);
+
+    if (getenv("PDK_TEST_VERBOSE"))
+        print_message("%s", patch);
+    pdk_buf got = {0}, want = {0};
+    list_tree(copy, "", &got, true);
+    list_tree(w->expect, "", &want, true);
+    if (strcmp(got.data, want.data) != 0)
+        fail_msg("git apply did not reproduce the merged view\n--- got\n%s--- want\n%s--- patch\n%s",
+                 got.data, want.data, patch);
+    pdk_buf_free(&got);
+    pdk_buf_free(&want);
+    ws_free(w);
+}
+
+static void t_stat_like_git(void **state)
+{
+    if (!need_root() || !have_git())
+        skip();
+    ws *w = ws_new();
+    put(w->lower, "a.txt", "1\n2\n3\n4\n5\n", 0644);
+    put(w->lower, "gone.txt", "g\ng\ng\n", 0644);
+    put(w->lower, "mode", "m\n", 0644);
+    put_bytes(w->lower, "bin", "\0\1\2", 3);
+    mkd(w->lower, "some", 0755);
+    mkd(w->lower, "some/very", 0755);
+    mkd(w->lower, "some/very/long", 0755);
+    put(w->lower, "some/very/long/path-name-that-goes-on-and-on-and-on-for-a-while.txt", "x\n",
+        0644);
+    ws_snapshot(w);
+    o_put(w, "a.txt", "1\nTWO\n3\n5\n6\n7\n", 0644);
+    o_rm(w, "gone.txt");
+    o_chmod(w, "mode", 0755);
+    o_put(w, "new.txt", "n\n", 0644);
+    put_bytes(w->upper, "bin", "\0\1\2\3\4", 5);
+    put_bytes(w->expect, "bin", "\0\1\2\3\4", 5);
+    pdk_buf many = {0};
+    for (int i = 0; i < 120; i++)
+        pdk_buf_printf(&many, "line %d\n", i);
+    o_put(w, "some/very/long/path-name-that-goes-on-and-on-and-on-for-a-while.txt", many.data,
+          0644);
+    pdk_buf_free(&many);
+
+    _cleanup_free_ char *ours = render_stat(w);
+    _cleanup_free_ char *repo = at(w->root, "repo");
+    _cleanup_free_ char *out = at(w->root, "git-stat");
+    _cleanup_free_ char *cmd = xasprintf(
+        "set -e; export GIT_CEILING_DIRECTORIES=/tmp HOME='%s' GIT_CONFIG_NOSYSTEM=1; "
+        "cp -a '%s' '%s'; cd '%s'; git init -q .; git add -A; "
+        "git -c user.name=t -c user.email=t@t commit -qm base; "
+        "find . -mindepth 1 -maxdepth 1 ! -name .git -exec rm -rf {} +; "
+        "cp -a '%s'/. .; git add -A; git diff --cached --no-renames --stat=80 > '%s'",
+        w->root, w->lower, repo, repo, w->expect, out);
+    assert_int_equal(run(cmd), 0);
+    char *theirs = NULL;
+    assert_int_equal(pdk_read_file_at(AT_FDCWD, out, &theirs, NULL, 0), 0);
+    if (getenv("PDK_TEST_VERBOSE"))
+        print_message("--- ours\n%s--- git\n%s", ours, theirs);
+    if (strcmp(ours, theirs) != 0)
+        fail_msg("--stat differs from git's\n--- ours\n%s--- git\n%s", ours, theirs);
+    free(theirs);
+    ws_free(w);
+}
+
+static int teardown(void **state)
+{
+    ws_free(current_ws);
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(t_scan_basic, teardown),
+        cmocka_unit_test_teardown(t_scan_modes_and_symlinks, teardown),
+        cmocka_unit_test_teardown(t_scan_type_changes_and_opaque, teardown),
+        cmocka_unit_test_teardown(t_scan_other_placeholders_and_order, teardown),
+        cmocka_unit_test_teardown(t_scan_origin, teardown),
+        cmocka_unit_test_teardown(t_scan_symlinks_not_followed, teardown),
+        cmocka_unit_test_teardown(t_path_selection, teardown),
+        cmocka_unit_test_teardown(t_render_patch_text, teardown),
+        cmocka_unit_test_teardown(t_render_binary_and_quoting, teardown),
+        cmocka_unit_test_teardown(t_render_json, teardown),
+        cmocka_unit_test_teardown(t_git_apply_roundtrip, teardown),
+        cmocka_unit_test_teardown(t_stat_like_git, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
