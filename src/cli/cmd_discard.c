@@ -1,10 +1,66 @@
-/* cmd_discard.c: not written yet. */
+/* cmd_discard.c: paddock discard SESSION... */
 #include "cli.h"
 
+#include "../libpaddock/session.h"
+
+#include <getopt.h>
 #include <stdio.h>
+#include <string.h>
+
+static const char usage[] = "usage: paddock discard SESSION...\n"
+                            "\n"
+                            "Throw a session's changes away and remove the session. The real\n"
+                            "workspace is not touched. A session in use by a run is refused.\n"
+                            "\n"
+                            "  --json      print {\"discarded\": [...]} on stdout\n"
+                            "  -h, --help  show this help\n";
 
 int pdk_cmd_discard(int argc, char **argv)
 {
-    fprintf(stderr, "paddock discard: not available in this build yet\n");
-    return PDK_EXIT_FAILED;
+    static const struct option options[] = {
+        {"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+    bool json = false;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+        switch (c) {
+        case 'j':
+            json = true;
+            break;
+        case 'h':
+            fputs(usage, stdout);
+            return PDK_EXIT_OK;
+        default:
+            return pdk_cli_bad_option("discard", optopt, argv, optind);
+        }
+    }
+    if (optind >= argc)
+        return pdk_cli_usage_error("discard", "no session given");
+    pdk_error err = {0};
+    _cleanup_free_ char *state = NULL;
+    if (pdk_cli_state_dir(false, &state, &err) < 0)
+        return pdk_cli_fail(&err, PDK_EXIT_FAILED);
+    int status = PDK_EXIT_OK;
+    json_t *done = json_array();
+    for (int i = optind; i < argc; i++) {
+        pdk_session *s = NULL;
+        if (pdk_session_open(state, argv[i], &s, &err) < 0 ||
+            pdk_session_lock(s, &err) < 0 || pdk_session_remove(s, &err) < 0) {
+            fprintf(stderr, "paddock: %s\n", err.message);
+            status = PDK_EXIT_FAILED;
+        } else {
+            json_array_append_new(done, json_string(s->id));
+            if (!json)
+                printf("discarded session %s\n", s->id);
+        }
+        pdk_session_free(s);
+    }
+    if (json) {
+        json_t *o = json_object();
+        json_object_set_new(o, "discarded", done);
+        pdk_cli_print_json(o);
+    } else {
+        json_decref(done);
+    }
+    return status;
 }

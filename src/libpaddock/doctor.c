@@ -1,1 +1,328 @@
-/* doctor.c: not written yet. */
+/* doctor.c: see doctor.h. */
+#include "doctor.h"
+
+#include "cgroup.h"
+#include "fsutil.h"
+#include "landlock.h"
+#include "namespaces.h"
+#include "seccomp_filter.h"
+#include "statedir.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/mount.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef MOUNT_ATTR_IDMAP
+#define MOUNT_ATTR_IDMAP 0x00100000
+#endif
+
+static pdk_check *add(pdk_doctor_report *r, const char *name, pdk_check_status status,
+                      int value)
+{
+    pdk_check *c = &r->checks[r->count++];
+    memset(c, 0, sizeof(*c));
+    c->name = name;
+    c->status = status;
+    c->value = value;
+    if (status == PDK_CHECK_FAIL)
+        r->ok = false;
+    return c;
+}
+
+static PDK_PRINTF(3, 4) void say(char *buf, size_t len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, len, fmt, ap);
+    va_end(ap);
+}
+
+/* Run fn in a child; its exit status is 0 on success or an errno value. */
+static int in_child(int (*fn)(void *), void *arg)
+{
+    pid_t pid = fork();
+    if (pid < 0)
+        return errno;
+    if (pid == 0)
+        _exit(fn(arg));
+    int status;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR)
+            return errno;
+    if (WIFEXITED(status))
+        return WEXITSTATUS(status);
+    return EINTR;
+}
+
+/* Map inside 0 to the caller's ids (taken before the unshare: after it they read as the
+ * overflow id). */
+static uid_t probe_uid;
+static gid_t probe_gid;
+
+static int map_self(void)
+{
+    char buf[64];
+    uid_t uid = probe_uid;
+    gid_t gid = probe_gid;
+    (void)pdk_write_file_at(AT_FDCWD, "/proc/self/setgroups", "deny");
+    snprintf(buf, sizeof(buf), "0 %u 1\n", (unsigned)uid);
+    if (pdk_write_file_at(AT_FDCWD, "/proc/self/uid_map", buf) < 0)
+        return errno;
+    snprintf(buf, sizeof(buf), "0 %u 1\n", (unsigned)gid);
+    if (pdk_write_file_at(AT_FDCWD, "/proc/self/gid_map", buf) < 0)
+        return errno;
+    return 0;
+}
+
+static int probe_userns(void *arg)
+{
+    if (unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC |
+                CLONE_NEWUTS | CLONE_NEWCGROUP) < 0)
+        return errno;
+    return map_self();
+}
+
+static int probe_overlay(void *arg)
+{
+    const char *dir = arg;
+    if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0)
+        return errno;
+    int e = map_self();
+    if (e)
+        return e;
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+        return errno;
+    char opts[512];
+    snprintf(opts, sizeof(opts), "lowerdir=%s/l,upperdir=%s/u,workdir=%s/w,userxattr", dir,
+             dir, dir);
+    char target[256];
+    snprintf(target, sizeof(target), "%s/m", dir);
+    if (mount("overlay", target, "overlay", 0, opts) < 0)
+        return errno;
+    char file[300];
+    snprintf(file, sizeof(file), "%s/m/probe", dir);
+    int fd = open(file, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return errno;
+    close(fd);
+    return 0;
+}
+
+static int probe_seccomp(void *arg)
+{
+    pdk_seccomp_program prog;
+    pdk_seccomp_options opts = {0};
+    if (pdk_seccomp_build(&opts, &prog, NULL) < 0)
+        return EINVAL;
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+        return errno;
+    if (pdk_seccomp_install(&prog) < 0)
+        return errno;
+    /* The filter must answer: ptrace is denied with EPERM. */
+    if (syscall(SYS_ptrace, 0x4206 /* PTRACE_SEIZE */, getppid(), 0, 0) == 0 || errno != EPERM)
+        return ENOTSUP;
+    return 0;
+}
+
+/* Idmapped mounts of the state dir's filesystem (needed when paddock runs as root). */
+static int probe_idmap(const char *path)
+{
+    int sync[2];
+    if (pipe2(sync, O_CLOEXEC) < 0)
+        return errno;
+    pid_t pid = fork();
+    if (pid < 0)
+        return errno;
+    if (pid == 0) {
+        close(sync[1]);
+        if (unshare(CLONE_NEWUSER) < 0)
+            _exit(1);
+        char c;
+        (void)!read(sync[0], &c, 1);
+        _exit(0);
+    }
+    close(sync[0]);
+    int ret = 0;
+    /* Wait until the child is in its namespace: poll its ns link. */
+    char nspath[64], self[64], linkbuf[64], selfbuf[64];
+    snprintf(nspath, sizeof(nspath), "/proc/%d/ns/user", (int)pid);
+    snprintf(self, sizeof(self), "/proc/self/ns/user");
+    ssize_t ls = readlink(self, selfbuf, sizeof(selfbuf) - 1);
+    for (int i = 0; i < 100000; i++) {
+        ssize_t n = readlink(nspath, linkbuf, sizeof(linkbuf) - 1);
+        if (n > 0 && (n != ls || memcmp(linkbuf, selfbuf, (size_t)n) != 0))
+            break;
+        sched_yield();
+    }
+    char map[64];
+    snprintf(map, sizeof(map), "/proc/%d/uid_map", (int)pid);
+    char line[64];
+    snprintf(line, sizeof(line), "0 %u 1\n", PDK_HOST_ID_BASE);
+    int nsfd = -1, tree = -1;
+    if (pdk_write_file_at(AT_FDCWD, map, line) < 0) {
+        ret = errno;
+        goto out;
+    }
+    snprintf(map, sizeof(map), "/proc/%d/gid_map", (int)pid);
+    if (pdk_write_file_at(AT_FDCWD, map, line) < 0) {
+        ret = errno;
+        goto out;
+    }
+    nsfd = open(nspath, O_RDONLY | O_CLOEXEC);
+    tree = (int)syscall(SYS_open_tree, AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+    if (nsfd < 0 || tree < 0) {
+        ret = errno;
+        goto out;
+    }
+    struct {
+        uint64_t attr_set, attr_clr, propagation, userns_fd;
+    } attr = {MOUNT_ATTR_IDMAP, 0, 0, (uint64_t)nsfd};
+    if (syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0)
+        ret = errno;
+out:
+    if (nsfd >= 0)
+        close(nsfd);
+    if (tree >= 0)
+        close(tree);
+    close(sync[1]);
+    waitpid(pid, NULL, 0);
+    return ret;
+}
+
+void pdk_doctor_run(pdk_doctor_report *r)
+{
+    memset(r, 0, sizeof(*r));
+    r->ok = true;
+    probe_uid = getuid();
+    probe_gid = getgid();
+    pdk_check *c;
+
+    int e = in_child(probe_userns, NULL);
+    c = add(r, "userns", e ? PDK_CHECK_FAIL : PDK_CHECK_OK, -1);
+    if (e) {
+        say(c->detail, sizeof(c->detail), "cannot create user, mount, pid, net, ipc, uts "
+                                          "and cgroup namespaces: %s", strerror(e));
+        say(c->action, sizeof(c->action),
+            "enable unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1 "
+            "or user.max_user_namespaces > 0; on Ubuntu also the AppArmor userns "
+            "restriction): paddock run cannot work without them");
+    } else {
+        say(c->detail, sizeof(c->detail), "user, mount, pid, net, ipc, uts and cgroup "
+                                          "namespaces can be created");
+    }
+
+    int abi = pdk_landlock_abi();
+    c = add(r, "landlock", abi >= 6 ? PDK_CHECK_OK : abi >= 1 ? PDK_CHECK_WARN : PDK_CHECK_FAIL,
+            abi);
+    say(c->detail, sizeof(c->detail), "Landlock ABI %d", abi);
+    if (abi < 1)
+        say(c->action, sizeof(c->action),
+            "the built-in policy needs ABI 1: paddock run refuses unless --allow-degraded "
+            "or landlock.min_abi: 0");
+    else if (abi < 6)
+        say(c->action, sizeof(c->action), "applied without %s", pdk_landlock_missing(abi));
+    else
+        say(c->action, sizeof(c->action), "filesystem rules, TCP port rules when the policy "
+                                          "gives them, abstract-socket and signal scoping");
+
+    e = in_child(probe_seccomp, NULL);
+    c = add(r, "seccomp", e ? PDK_CHECK_FAIL : PDK_CHECK_OK, -1);
+    say(c->detail, sizeof(c->detail), e ? "a seccomp filter cannot be installed: %s"
+                                        : "the sandbox's filter installs and denies ptrace",
+        e ? strerror(e) : "");
+    if (e)
+        say(c->action, sizeof(c->action), "paddock run refuses (a filter that cannot be "
+                                          "installed never degrades silently)");
+
+    char tmpl[] = "/tmp/paddock-doctor.XXXXXX";
+    char *dir = mkdtemp(tmpl);
+    e = ENOENT;
+    if (dir) {
+        char p[300];
+        const char *subs[] = {"l", "u", "w", "m"};
+        for (size_t i = 0; i < 4; i++) {
+            snprintf(p, sizeof(p), "%s/%s", dir, subs[i]);
+            mkdir(p, 0700);
+        }
+        e = in_child(probe_overlay, dir);
+        pdk_rm_rf_at(AT_FDCWD, dir);
+    }
+    c = add(r, "overlay", e ? PDK_CHECK_WARN : PDK_CHECK_OK, -1);
+    say(c->detail, sizeof(c->detail), e ? "overlayfs cannot be mounted in a user namespace: %s"
+                                        : "overlayfs mounts in a user namespace (userxattr)",
+        e ? strerror(e) : "");
+    if (e)
+        say(c->action, sizeof(c->action), "use --workspace-mode direct (no review before "
+                                          "changes land)");
+
+    if (geteuid() == 0) {
+        _cleanup_free_ char *state = NULL;
+        if (pdk_state_dir(false, &state, NULL) < 0)
+            state = xstrdup("/var/lib");
+        /* The closest existing ancestor of the state dir. */
+        _cleanup_free_ char *probe_path = xstrdup(state);
+        struct stat st;
+        while (stat(probe_path, &st) < 0 && strrchr(probe_path, '/') != probe_path)
+            *strrchr(probe_path, '/') = '\0';
+        e = probe_idmap(probe_path);
+        c = add(r, "idmap", e ? PDK_CHECK_WARN : PDK_CHECK_OK, -1);
+        say(c->detail, sizeof(c->detail), e ? "idmapped mounts on %s fail: %s"
+                                            : "idmapped mounts work on %s%s",
+            probe_path, e ? strerror(e) : "");
+        say(c->action, sizeof(c->action),
+            e ? "as root, workspaces and the state dir must be on a filesystem with idmapped "
+                "mounts (ext4, xfs, btrfs, tmpfs), or run paddock as a regular user"
+              : "as root the sandbox runs as host uid %u, files keep their owners",
+            (unsigned)PDK_HOST_ID_BASE);
+    }
+
+    pdk_cgroup_probe cg;
+    pdk_cgroup_probe_run(&cg);
+    c = add(r, "cgroup", cg.mode == PDK_CGROUP_NONE ? PDK_CHECK_WARN : PDK_CHECK_OK, (int)cg.mode);
+    say(c->detail, sizeof(c->detail), "%s", cg.detail);
+    say(c->action, sizeof(c->action), "%s",
+        cg.mode == PDK_CGROUP_V2 ? "limits.memory/cpu use cgroup v2 (CLONE_INTO_CGROUP)"
+        : cg.mode == PDK_CGROUP_V1
+            ? "limits.memory/cpu use the v1 controllers (each attach waits for an RCU grace "
+              "period); limits.pids uses RLIMIT_NPROC per sandbox"
+            : "limits.memory/cpu cannot be applied (refused unless --allow-degraded); "
+              "limits.pids uses RLIMIT_NPROC per sandbox");
+
+    _cleanup_free_ char *tiocsti = NULL;
+    bool legacy = pdk_read_file_at(AT_FDCWD, "/proc/sys/dev/tty/legacy_tiocsti", &tiocsti, NULL,
+                                   64) == 0 &&
+                  tiocsti[0] == '1';
+    c = add(r, "tiocsti", legacy ? PDK_CHECK_WARN : PDK_CHECK_OK, legacy ? 1 : 0);
+    say(c->detail, sizeof(c->detail), legacy ? "legacy TIOCSTI is enabled (dev.tty.legacy_tiocsti=1)"
+                                             : "legacy TIOCSTI is disabled");
+    say(c->action, sizeof(c->action), "%s",
+        legacy ? "the seccomp filter denies TIOCSTI and TIOCLINUX (any upper bits), and the "
+                 "command has no controlling terminal unless --tty"
+               : "the seccomp filter denies TIOCSTI and TIOCLINUX anyway");
+}
+
+const char *pdk_check_status_name(pdk_check_status status)
+{
+    switch (status) {
+    case PDK_CHECK_OK:
+        return "ok";
+    case PDK_CHECK_WARN:
+        return "warn";
+    case PDK_CHECK_FAIL:
+        return "fail";
+    default:
+        return "?";
+    }
+}
