@@ -48,8 +48,14 @@ int pdk_cmd_doctor(int argc, char **argv)
             const pdk_check *k = &report.checks[i];
             json_t *o = json_pack("{s:s, s:s, s:s}", "status", pdk_check_status_name(k->status),
                                   "detail", k->detail, "action", k->action);
-            if (k->value >= 0)
-                json_object_set_new(o, "value", json_integer(k->value));
+            if (strcmp(k->name, "landlock") == 0)
+                json_object_set_new(o, "abi", json_integer(k->value));
+            else if (strcmp(k->name, "cgroup") == 0)
+                json_object_set_new(o, "mode", json_string(k->value == 2   ? "v2"
+                                                           : k->value == 1 ? "v1"
+                                                                           : "none"));
+            else if (strcmp(k->name, "tiocsti") == 0)
+                json_object_set_new(o, "legacy_enabled", json_boolean(k->value == 1));
             json_object_set_new(checks, k->name, o);
         }
         json_object_set_new(root, "checks", checks);

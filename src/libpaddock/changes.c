@@ -311,17 +311,18 @@ static bool names_contain(char *const *names, size_t count, const char *name)
     return false;
 }
 
-/* Open a regular file (or a directory) entry without following symlinks or blocking on a
- * fifo swapped in after the stat, and check the type of what was opened. */
+/* Open a directory entry without following a symlink and check that a directory was
+ * opened; regular files go through pdk_open_regular_beneath, which never opens a fifo or
+ * device swapped in after the stat. */
 static int open_entry(int dirfd, const char *name, bool directory)
 {
-    int flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY |
-                (directory ? O_DIRECTORY : O_NONBLOCK);
-    int fd = openat(dirfd, name, flags);
+    if (!directory)
+        return pdk_open_regular_beneath(dirfd, name);
+    int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_DIRECTORY);
     if (fd < 0)
         return -1;
     struct stat st;
-    if (fstat(fd, &st) < 0 || (directory ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode))) {
+    if (fstat(fd, &st) < 0 || !S_ISDIR(st.st_mode)) {
         close(fd);
         errno = ESTALE;
         return -1;

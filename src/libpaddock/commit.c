@@ -13,6 +13,7 @@
 #include "fsutil.h"
 #include "log.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fs.h>
@@ -130,6 +131,11 @@ static void touch_parent(commit_ctx *ctx, const char *path)
 static int64_t ctime_ns(const struct stat *st)
 {
     return (int64_t)st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec;
+}
+
+static int64_t statx_ns(const struct statx_timestamp *t)
+{
+    return (int64_t)t->tv_sec * 1000000000 + t->tv_nsec;
 }
 
 static bool committed_with_ctime(const pdk_commit_request *req, const char *path, int64_t ct)
@@ -257,8 +263,9 @@ static void check_change(commit_ctx *ctx, size_t i)
         }
         return;
     }
-    struct stat st;
-    bool exists = fstatat(parent, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0;
+    struct statx stx;
+    bool exists = statx(parent, leaf, AT_SYMLINK_NOFOLLOW, STATX_TYPE | STATX_CTIME | STATX_BTIME,
+                        &stx) == 0;
     if (!exists && errno != ENOENT) {
         refuse(ctx, c->path, "cannot stat it in the workspace: %s", strerror(errno));
         return;
@@ -272,14 +279,22 @@ static void check_change(commit_ctx *ctx, size_t i)
                                  "it and was deleted outside the sandbox since");
         return;
     }
-    if (!exists || pdk_change_kind_of(st.st_mode) != c->old_kind) {
+    if (!exists || pdk_change_kind_of(stx.stx_mode) != c->old_kind) {
         refuse(ctx, c->path, "changed in the workspace during the commit; run it again");
         return;
     }
     if (c->old_kind == PDK_KIND_DIR)
         return; /* a directory's ctime moves with every entry created or removed in it */
-    int64_t ct = ctime_ns(&st);
-    if (ct >= req->baseline_ns && !committed_with_ctime(req, c->path, ct))
+    int64_t ct = statx_ns(&stx.stx_ctime);
+    if (ct < req->baseline_ns || committed_with_ctime(req, c->path, ct))
+        return;
+    /* The scan ran just now, so a path the session added that was created outside in the
+     * meantime shows as modified: the birth time tells the two apart where it is known. */
+    if ((stx.stx_mask & STATX_BTIME) && statx_ns(&stx.stx_btime) >= req->baseline_ns &&
+        !c->has_origin)
+        refuse(ctx, c->path, "created in the workspace after the session began (outside the "
+                             "sandbox)");
+    else
         refuse(ctx, c->path, "changed in the workspace after the session began (outside the "
                              "sandbox)");
 }
@@ -409,8 +424,7 @@ static int write_file(commit_ctx *ctx, const pdk_change *c)
     _cleanup_close_ int parent = open_real_parent(ctx, c->path, &leaf);
     if (parent < 0)
         return -1;
-    _cleanup_close_ int src = pdk_open_beneath(ctx->req->upper_dirfd, c->path,
-                                               O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0);
+    _cleanup_close_ int src = pdk_open_regular_beneath(ctx->req->upper_dirfd, c->path);
     if (src < 0)
         return pdk_error_set(ctx->err, errno, "\"%s\": cannot open the session's copy", c->path);
     struct stat st;
@@ -768,7 +782,7 @@ static void remove_upper_entry(commit_ctx *ctx, const pdk_change *c, char *const
             return;
         /* Beneath an opaque directory the entry must stay: without it the merged view
          * would lose it. It is identical to the real entry now. */
-        if (under_opaque(still_opaque, c->path))
+        if (under_opaque(still_opaque, c->path) || pdk_strv_contains(still_opaque, c->path))
             return;
         if (c->new_kind == PDK_KIND_DIR)
             flags = AT_REMOVEDIR;
@@ -779,29 +793,74 @@ static void remove_upper_entry(commit_ctx *ctx, const pdk_change *c, char *const
                  strerror(errno));
 }
 
+/* Remove the upper entry name (at path) and everything beneath it, except placeholders
+ * (mount points paddock made) and what leads to them. Returns true when it is gone. */
+static bool wipe_upper(commit_ctx *ctx, int parent, const char *name, const char *path,
+                       unsigned depth)
+{
+    if (pdk_strv_contains(ctx->req->placeholders, path))
+        return false;
+    struct stat st;
+    if (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return errno == ENOENT;
+    if (S_ISDIR(st.st_mode)) {
+        if (depth > 256)
+            return false;
+        int dfd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dfd < 0)
+            return false;
+        DIR *d = fdopendir(dfd);
+        if (!d) {
+            close(dfd);
+            return false;
+        }
+        char **names = NULL;
+        struct dirent *de;
+        while ((de = readdir(d)))
+            if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+                pdk_strv_push(&names, de->d_name);
+        bool all = true;
+        for (size_t i = 0; names && names[i]; i++) {
+            _cleanup_free_ char *sub = xasprintf("%s/%s", path, names[i]);
+            if (!wipe_upper(ctx, dirfd(d), names[i], sub, depth + 1))
+                all = false;
+        }
+        pdk_strv_free(names);
+        closedir(d);
+        if (!all)
+            return false;
+        return unlinkat(parent, name, AT_REMOVEDIR) == 0;
+    }
+    return unlinkat(parent, name, 0) == 0;
+}
+
 static void clean_upper(commit_ctx *ctx)
 {
     char **opaque = ctx->changes.opaque_dirs;
     _cleanup_strv_ char **still = NULL;
-    _cleanup_strv_ char **dropped = NULL;
+    _cleanup_strv_ char **wiped = NULL;
+    /* An opaque directory committed whole: the real directory now holds exactly what it
+     * showed, so nothing of it needs to stay in the upper layer (what was not a change is
+     * an identical copy; its whiteouts hide nothing). Outermost first. */
     for (size_t i = 0; opaque && opaque[i]; i++) {
-        if (committed_whole(ctx, opaque[i]) && drop_opaque(ctx, opaque[i]))
-            pdk_strv_push(&dropped, opaque[i]);
-        else
-            pdk_strv_push(&still, opaque[i]);
-    }
-    for (size_t k = ctx->changes.count; k-- > 0;)
-        if (ctx->applied[k])
-            remove_upper_entry(ctx, &ctx->changes.items[k], still);
-    /* Whole opaque directories that are empty now go too (deepest first). */
-    for (size_t n = pdk_strv_length(dropped); n-- > 0;) {
-        if (under_opaque(still, dropped[n]))
+        if (under_opaque(wiped, opaque[i]))
             continue;
+        if (!committed_whole(ctx, opaque[i]) || !drop_opaque(ctx, opaque[i])) {
+            pdk_strv_push(&still, opaque[i]);
+            continue;
+        }
+        pdk_strv_push(&wiped, opaque[i]);
         const char *leaf = NULL;
         _cleanup_close_ int parent =
-            pdk_open_parent_beneath(ctx->req->upper_dirfd, dropped[n], false, &leaf);
+            pdk_open_parent_beneath(ctx->req->upper_dirfd, opaque[i], false, &leaf);
         if (parent >= 0)
-            unlinkat(parent, leaf, AT_REMOVEDIR); /* fails harmlessly when not empty */
+            wipe_upper(ctx, parent, leaf, opaque[i], 0);
+    }
+    for (size_t k = ctx->changes.count; k-- > 0;) {
+        const pdk_change *c = &ctx->changes.items[k];
+        if (ctx->applied[k] && !under_opaque(wiped, c->path) &&
+            !pdk_strv_contains(wiped, c->path))
+            remove_upper_entry(ctx, c, still);
     }
 }
 

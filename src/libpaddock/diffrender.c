@@ -60,8 +60,10 @@ static int load_side(int dirfd, const pdk_change *c, bool new_side, side_content
         return 0;
     }
     const char *where = new_side ? "the session's copy of" : "the real";
-    _cleanup_close_ int fd =
-        pdk_open_beneath(dirfd, c->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0);
+    _cleanup_close_ int fd = pdk_open_regular_beneath(dirfd, c->path);
+    if (fd < 0 && errno == ENXIO)
+        return pdk_error_set(err, 0, "%s \"%s\" is no longer a regular file; run the diff again",
+                             where, c->path);
     if (fd < 0)
         return pdk_error_set(err, errno, "cannot open %s \"%s\"", where, c->path);
     struct stat st;

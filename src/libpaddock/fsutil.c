@@ -26,6 +26,41 @@ int pdk_open_beneath(int dirfd, const char *relpath, int flags, mode_t mode)
     return fd;
 }
 
+int pdk_open_regular_beneath(int dirfd, const char *relpath)
+{
+    int pfd = pdk_open_beneath(dirfd, relpath, O_PATH | O_NOFOLLOW, 0);
+    if (pfd < 0)
+        return -1;
+    struct stat st;
+    if (fstat(pfd, &st) < 0) {
+        int saved = errno;
+        close(pfd);
+        errno = saved;
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(pfd);
+        errno = S_ISDIR(st.st_mode) ? EISDIR : ENXIO;
+        return -1;
+    }
+    char proc[64];
+    snprintf(proc, sizeof(proc), "/proc/self/fd/%d", pfd);
+    int fd = open(proc, O_RDONLY | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT) {
+        /* No /proc: open directly, non-blocking, and check what was opened. */
+        fd = pdk_open_beneath(dirfd, relpath, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0);
+        if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))) {
+            close(fd);
+            fd = -1;
+            errno = ENXIO;
+        }
+    }
+    int saved = errno;
+    close(pfd);
+    errno = saved;
+    return fd;
+}
+
 int pdk_open_parent_beneath(int dirfd, const char *relpath, bool want_read, const char **leaf)
 {
     const char *slash = strrchr(relpath, '/');

@@ -22,6 +22,13 @@ int pdk_open_beneath(int dirfd, const char *relpath, int flags, mode_t mode);
  * (pointing into relpath). relpath must be relative and must not end in "/". */
 int pdk_open_parent_beneath(int dirfd, const char *relpath, bool want_read, const char **leaf);
 
+/* Open the regular file relpath beneath dirfd for reading, as pdk_open_beneath does, but
+ * never open anything else: the entry is first opened O_PATH and checked, then reopened
+ * through /proc/self/fd, so a fifo or device swapped in meanwhile is never opened (opening
+ * one can block or have side effects). Returns an fd or -1 with errno (EISDIR or ENXIO
+ * when the entry is not a regular file). */
+int pdk_open_regular_beneath(int dirfd, const char *relpath);
+
 /* mkdir -p of relpath beneath dirfd, refusing symlinks on the way. */
 int pdk_mkdir_p_beneath(int dirfd, const char *relpath, mode_t mode);
 

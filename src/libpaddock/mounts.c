@@ -545,7 +545,7 @@ int pdk_mounts_build(const pdk_sandbox_config *cfg, pdk_mount_sources *src,
         pdk_error_set(err, errno, "creating %s", SCRATCH);
         goto out;
     }
-    if (cfg->home && strcmp(cfg->home, "/") != 0 && !is_covered_by(&b, cfg->home)) {
+    if (cfg->home && strcmp(cfg->home, "/") != 0) {
         char opts[96];
         snprintf(opts, sizeof(opts), "mode=0700,uid=%u,gid=%u", (unsigned)idmap->inside_uid,
                  (unsigned)idmap->inside_gid);

@@ -158,13 +158,15 @@ expect_probe ".git/config is read-only" "$RO" "${P[@]}" -- write "$WS/.git/confi
 expect_probe ".git/config cannot be removed" 'errno=[A-Z]+' "${P[@]}" -- unlink "$WS/.git/config"
 expect_eq "the real .git/config is unchanged" "$git_config_before" "$(cat "$WS/.git/config")"
 expect_probe ".git/hooks/ is read-only" "$RO" "${P[@]}" -- write "$WS/.git/hooks/pre-commit"
-expect_probe "a missing .mcp.json is an empty placeholder" 'ok' "${P[@]}" -- read "$WS/.mcp.json"
-expect_probe "the .mcp.json placeholder is read-only" "$RO" "${P[@]}" -- write "$WS/.mcp.json"
+expect_probe "a missing .mcp.json is an empty placeholder (a directory)" 'errno=EISDIR' \
+    "${P[@]}" -- read "$WS/.mcp.json"
+expect_probe "the .mcp.json placeholder cannot be written" 'errno=(EISDIR|EROFS|EACCES|EPERM)' \
+    "${P[@]}" -- write "$WS/.mcp.json"
+expect_probe "nothing can be created inside the .mcp.json placeholder" "$RO" "${P[@]}" \
+    -- write "$WS/.mcp.json/x"
 expect_probe ".vscode/ cannot be written" 'errno=[A-Z]+' "${P[@]}" \
     -- write "$WS/.vscode/settings.json"
 expect_probe ".idea/ cannot be written" 'errno=[A-Z]+' "${P[@]}" -- write "$WS/.idea/workspace.xml"
-expect_probe "the shell rc file .bashrc is read-only" "$RO" "${P[@]}" -- write "$WS/.bashrc"
-expect_probe "a missing .zshrc is a read-only placeholder" "$RO" "${P[@]}" -- write "$WS/.zshrc"
 expect_probe "policy protect .env is read-only" "$RO" "${P[@]}" -- write "$WS/.env"
 expect_probe "policy protect .env cannot be removed" 'errno=[A-Z]+' "${P[@]}" -- unlink "$WS/.env"
 expect_probe "an ordinary workspace file is writable next to them" 'ok' "${P[@]}" \
@@ -174,6 +176,18 @@ expect_eq "no placeholder or protected change reached the real workspace" \
 pdk diff prot --json
 expect_eq "the session's diff holds only notes.txt (no placeholders)" '["notes.txt"]' \
     "$(json_get "$OUT" 'sorted(c["path"] for c in j["changes"])')"
+
+# ---- shell start-up files: protected where the sandbox could write them (home as workspace)
+echo "PS1=safe" >"$TEST_HOME/.bashrc"
+H=(--session homews --workspace "$TEST_HOME")
+expect_probe "~/.bashrc is read-only when the workspace is the home" "$RO" "${H[@]}" \
+    -- write "$TEST_HOME/.bashrc"
+expect_probe "a missing ~/.zshrc cannot be created when the workspace is the home" \
+    'errno=(EISDIR|EROFS|EACCES|EPERM)' "${H[@]}" -- write "$TEST_HOME/.zshrc"
+expect_probe "~/.ssh stays hidden when the workspace is the home" 'errno=ENOENT' "${H[@]}" \
+    -- read "$TEST_HOME/.ssh/id_ed25519"
+expect_eq "the real ~/.bashrc is unchanged" "PS1=safe" "$(cat "$TEST_HOME/.bashrc")"
+rm -f "$TEST_HOME/.bashrc"
 
 # ---- workspace writes --------------------------------------------------------------------
 expect_probe "a new workspace file can be written" 'ok' -- write "$WS/new.txt"

@@ -126,6 +126,22 @@ expect_eq "spawn-orphan: the orphan is gone when paddock returns" "" \
 wrun -- sh -c '"$0" spawn-orphan "$1"; "$0" spawn-orphan "$1"; exit 5' "$PROBE" "$TAG-orphan-b"
 expect_eq "two orphans under a shell: the shell's status" 5 "$RC"
 expect_eq "both orphans are gone when paddock returns" "" "$(_scan_pids all "$TAG-orphan-b" "" 0)"
+# A background process that keeps the command's stdout (a pipe here) open: paddock kills
+# it when the shell exits, so the reader sees EOF at once. (timeout cat bounds the wait
+# should it survive.)
+start_ns=$(date +%s%N)
+piped=$(cd "$WS" && pdk_run --workspace "$WS" -- sh -c '"$0" sleep-forever "$1" & exit 0' \
+    "$PROBE" "$TAG-piped" 2>/dev/null </dev/null | timeout 70 cat
+    echo "rc=${PIPESTATUS[0]}")
+elapsed_ms=$((($(date +%s%N) - start_ns) / 1000000))
+expect_eq "a background process holding stdout: the shell's status 0" "rc=0" \
+    "$(printf '%s\n' "$piped" | tail -n 1)"
+if [ "$elapsed_ms" -lt 30000 ]; then
+    ok "a background process holding stdout: the pipe ends when the command does (${elapsed_ms} ms)"
+else
+    not_ok "a background process holding stdout: the pipe ends when the command does (${elapsed_ms} ms)"
+fi
+expect_eq "the background process is gone" "" "$(probe_pids "$TAG-piped")"
 expect_clean "orphans"
 
 # ---- timeouts ----------------------------------------------------------------------------

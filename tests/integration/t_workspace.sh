@@ -141,9 +141,9 @@ expect_match "diff --json: newlink is a symlink" 'link' \
 expect_eq "diff --json has a summary object" dict "$(json_get "$JSON" 'type(j["summary"]).__name__')"
 
 pdk sessions --json
-expect_eq "sessions --json is a list with ws1 in it" True \
+expect_eq "sessions --json is a list with ws1 in it" true \
     "$(json_get "$OUT" 'isinstance(j, list) and any(s["id"] == "ws1" for s in j)')"
-expect_eq "sessions --json entries have every documented key" True \
+expect_eq "sessions --json entries have every documented key" true \
     "$(json_get "$OUT" 'all({"id","named","workspace","mode","created","runs","last_exit","changes"} <= set(s) for s in j)')"
 
 # ---- commit ------------------------------------------------------------------------------

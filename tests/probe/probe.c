@@ -9,7 +9,11 @@
  *   value=...       the answer of an informational check
  * Bad usage prints a message on stderr and exits 2. A failing step before the operation
  * under test (e.g. opening the pty for tiocsti) reports its own errno, and says which step
- * on stderr. Nothing crashes on a failing syscall.
+ * on stderr. Nothing crashes on a failing syscall. The exceptions to "one line, exit 0" are
+ * the checks about ending: `exit N` prints nothing and exits N; `kill-self SIG` prints
+ * nothing when the signal kills it (and value=survived when it does not, e.g. as pid 1 of
+ * a pid namespace, where the kernel drops such signals); `sleep-forever` prints "ok" and
+ * then waits for a signal; `alloc MB` may be killed by the OOM killer.
  *
  * Checks (see usage() for the list): file access, ptrace, tty injection, io_uring, mounts,
  * namespaces, sockets, fds, /proc, credentials, sessions, dangerous syscalls, environment,
@@ -345,8 +349,13 @@ static int check_userns(int argc, char **argv)
 static int check_clone_userns(int argc, char **argv)
 {
     /* Raw clone without a new stack: the child runs on a copy of ours, as with fork.
-     * With every pointer argument 0 the argument order of each architecture agrees. */
+     * With every pointer argument 0 the argument orders of the architectures agree, but
+     * for s390's (stack first). */
+#if defined(__s390__) || defined(__CRIS__)
+    long pid = syscall(SYS_clone, 0UL, (unsigned long)(CLONE_NEWUSER | SIGCHLD), 0UL, 0UL, 0UL);
+#else
     long pid = syscall(SYS_clone, (unsigned long)(CLONE_NEWUSER | SIGCHLD), 0UL, 0UL, 0UL, 0UL);
+#endif
     if (pid == 0)
         _exit(0);
     if (pid > 0)

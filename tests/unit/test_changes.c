@@ -536,6 +536,26 @@ static void t_scan_symlinks_not_followed(void **state)
     ws_free(w);
 }
 
+static void t_open_regular_only(void **state)
+{
+    ws *w = ws_new();
+    put(w->lower, "f", "x\n", 0644);
+    _cleanup_free_ char *fifo = at(w->lower, "fifo");
+    assert_int_equal(mkfifo(fifo, 0644), 0);
+    sym(w->lower, "l", "f");
+    ws_open(w);
+    int fd = pdk_open_regular_beneath(w->lower_fd, "f");
+    assert_true(fd >= 0);
+    close(fd);
+    /* A fifo is never opened (which would block), a symlink never followed. */
+    assert_int_equal(pdk_open_regular_beneath(w->lower_fd, "fifo"), -1);
+    assert_int_equal(errno, ENXIO);
+    assert_int_equal(pdk_open_regular_beneath(w->lower_fd, "l"), -1);
+    assert_int_equal(pdk_open_regular_beneath(w->lower_fd, "."), -1);
+    assert_int_equal(errno, EISDIR);
+    ws_free(w);
+}
+
 static void t_path_selection(void **state)
 {
     char *sel[] = {"src/", "./README", NULL};
@@ -945,6 +965,7 @@ int main(void)
         cmocka_unit_test_teardown(t_scan_other_placeholders_and_order, teardown),
         cmocka_unit_test_teardown(t_scan_origin, teardown),
         cmocka_unit_test_teardown(t_scan_symlinks_not_followed, teardown),
+        cmocka_unit_test_teardown(t_open_regular_only, teardown),
         cmocka_unit_test_teardown(t_path_selection, teardown),
         cmocka_unit_test_teardown(t_render_patch_text, teardown),
         cmocka_unit_test_teardown(t_render_binary_and_quoting, teardown),

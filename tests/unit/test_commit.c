@@ -1,0 +1,1080 @@
+/* test_commit.c: applying a session's upper layer to the real workspace.
+ *
+ * Synthetic layers (as in test_changes.c) cover each rule: conflicts, protected paths,
+ * special files, symlinks planted on either side, partial commits, the upper-layer cleanup,
+ * dry runs. One test mounts a real overlayfs to get a genuine upper layer, commits it and
+ * checks that the real directory then equals what the merged view showed. Needs root (to
+ * make whiteouts and mount); skips otherwise.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "changes.h"
+#include "commit.h"
+#include "diffrender.h"
+#include "fsutil.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+/* ---- tree helpers ----------------------------------------------------------------------- */
+
+typedef struct ws {
+    char *root, *lower, *upper, *expect;
+    int lower_fd, upper_fd;
+} ws;
+
+static char *at(const char *dir, const char *rel)
+{
+    return xasprintf("%s/%s", dir, rel);
+}
+
+static void put(const char *dir, const char *rel, const char *content, mode_t mode)
+{
+    _cleanup_free_ char *p = at(dir, rel);
+    unlink(p);
+    int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0)
+        fail_msg("create %s: %s", p, strerror(errno));
+    assert_int_equal(pdk_write_all(fd, content, strlen(content)), 0);
+    assert_int_equal(fchmod(fd, mode), 0);
+    close(fd);
+}
+
+static void mkd(const char *dir, const char *rel, mode_t mode)
+{
+    _cleanup_free_ char *p = at(dir, rel);
+    if (mkdir(p, mode) < 0 && errno != EEXIST)
+        fail_msg("mkdir %s: %s", p, strerror(errno));
+    assert_int_equal(chmod(p, mode), 0);
+}
+
+static void sym(const char *dir, const char *rel, const char *target)
+{
+    _cleanup_free_ char *p = at(dir, rel);
+    unlink(p);
+    assert_int_equal(symlink(target, p), 0);
+}
+
+static void whiteout(const char *dir, const char *rel)
+{
+    _cleanup_free_ char *p = at(dir, rel);
+    pdk_rm_rf_at(AT_FDCWD, p);
+    if (mknod(p, S_IFCHR | 0, makedev(0, 0)) < 0)
+        fail_msg("mknod %s: %s", p, strerror(errno));
+}
+
+static void set_opaque(const char *dir, const char *rel)
+{
+    _cleanup_free_ char *p = at(dir, rel);
+    assert_int_equal(lsetxattr(p, "user.overlay.opaque", "y", 1, 0), 0);
+}
+
+/* Give upper/rel the origin xattr overlayfs writes on copy-up of lower/lower_rel. */
+static void set_origin(const char *upper, const char *rel, const char *lower,
+                       const char *lower_rel)
+{
+    _cleanup_free_ char *lp = at(lower, lower_rel);
+    _cleanup_free_ char *up = at(upper, rel);
+    struct file_handle *fh = xmalloc(sizeof(*fh) + MAX_HANDLE_SZ);
+    fh->handle_bytes = MAX_HANDLE_SZ;
+    int mount_id;
+    assert_int_equal(name_to_handle_at(AT_FDCWD, lp, fh, &mount_id, 0), 0);
+    unsigned char fb[21 + MAX_HANDLE_SZ] = {0};
+    fb[0] = 0;
+    fb[1] = 0xfb;
+    fb[2] = (unsigned char)(21 + fh->handle_bytes);
+    fb[3] = 0;
+    fb[4] = (unsigned char)fh->handle_type;
+    memcpy(fb + 21, fh->f_handle, fh->handle_bytes);
+    assert_int_equal(lsetxattr(up, "user.overlay.origin", fb, 21 + fh->handle_bytes, 0), 0);
+    free(fh);
+}
+
+static int run(const char *cmd)
+{
+    int r = system(cmd);
+    return WIFEXITED(r) ? WEXITSTATUS(r) : -1;
+}
+
+static void rm_rf(const char *path)
+{
+    pdk_rm_rf_at(AT_FDCWD, path);
+}
+
+static ws *current_ws; /* removed by the teardown, also when a test fails */
+
+static ws *ws_new(void)
+{
+    ws *w = xcalloc(1, sizeof(ws));
+    current_ws = w;
+    char tmpl[] = "/tmp/pdk-test-commit-XXXXXX";
+    assert_non_null(mkdtemp(tmpl));
+    w->root = xstrdup(tmpl);
+    w->lower = at(w->root, "lower");
+    w->upper = at(w->root, "upper");
+    w->expect = at(w->root, "expect");
+    assert_int_equal(mkdir(w->lower, 0755), 0);
+    assert_int_equal(mkdir(w->upper, 0755), 0);
+    w->lower_fd = w->upper_fd = -1;
+    return w;
+}
+
+static void ws_open(ws *w)
+{
+    if (w->lower_fd < 0)
+        w->lower_fd = open(w->lower, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (w->upper_fd < 0)
+        w->upper_fd = open(w->upper, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    assert_true(w->lower_fd >= 0 && w->upper_fd >= 0);
+}
+
+/* The expected merged view starts as a copy of the lower. */
+static void ws_snapshot(ws *w)
+{
+    _cleanup_free_ char *cmd = xasprintf("cp -a '%s' '%s'", w->lower, w->expect);
+    assert_int_equal(run(cmd), 0);
+}
+
+static void ws_free(ws *w)
+{
+    if (!w)
+        return;
+    if (current_ws == w)
+        current_ws = NULL;
+    if (w->lower_fd >= 0)
+        close(w->lower_fd);
+    if (w->upper_fd >= 0)
+        close(w->upper_fd);
+    rm_rf(w->root);
+    free(w->root);
+    free(w->lower);
+    free(w->upper);
+    free(w->expect);
+    free(w);
+}
+
+/* Overlay-style helpers: change the upper, and the expected merged view the same way.
+ * Parent directories are "copied up" with the lower's mode. */
+static void copy_up_parents(ws *w, const char *rel)
+{
+    _cleanup_free_ char *p = xstrdup(rel);
+    for (char *s = strchr(p, '/'); s; s = strchr(s + 1, '/')) {
+        *s = '\0';
+        _cleanup_free_ char *up = at(w->upper, p);
+        struct stat st;
+        if (lstat(up, &st) < 0) {
+            _cleanup_free_ char *lp = at(w->lower, p);
+            mode_t mode = lstat(lp, &st) == 0 ? st.st_mode & 07777 : 0755;
+            mkd(w->upper, p, mode);
+        }
+        *s = '/';
+    }
+}
+
+static void o_put(ws *w, const char *rel, const char *content, mode_t mode)
+{
+    copy_up_parents(w, rel);
+    put(w->upper, rel, content, mode);
+    _cleanup_free_ char *e = at(w->expect, rel);
+    rm_rf(e);
+    put(w->expect, rel, content, mode);
+}
+
+static void o_sym(ws *w, const char *rel, const char *target)
+{
+    copy_up_parents(w, rel);
+    _cleanup_free_ char *u = at(w->upper, rel);
+    rm_rf(u);
+    sym(w->upper, rel, target);
+    _cleanup_free_ char *e = at(w->expect, rel);
+    rm_rf(e);
+    sym(w->expect, rel, target);
+}
+
+static void o_rm(ws *w, const char *rel)
+{
+    copy_up_parents(w, rel);
+    whiteout(w->upper, rel);
+    _cleanup_free_ char *e = at(w->expect, rel);
+    rm_rf(e);
+}
+
+/* rm -r DIR; mkdir DIR: an opaque directory. */
+static void o_fresh_dir(ws *w, const char *rel, mode_t mode)
+{
+    copy_up_parents(w, rel);
+    _cleanup_free_ char *u = at(w->upper, rel);
+    rm_rf(u);
+    mkd(w->upper, rel, mode);
+    set_opaque(w->upper, rel);
+    _cleanup_free_ char *e = at(w->expect, rel);
+    rm_rf(e);
+    mkd(w->expect, rel, mode);
+}
+
+static void o_mkdir(ws *w, const char *rel, mode_t mode)
+{
+    copy_up_parents(w, rel);
+    mkd(w->upper, rel, mode);
+    mkd(w->expect, rel, mode);
+}
+
+/* chmod of a lower file: copy-up with the same content, new mode. */
+static void o_chmod(ws *w, const char *rel, mode_t mode)
+{
+    copy_up_parents(w, rel);
+    _cleanup_free_ char *lp = at(w->lower, rel);
+    _cleanup_free_ char *up = at(w->upper, rel);
+    _cleanup_free_ char *cmd = xasprintf("cp -a '%s' '%s'", lp, up);
+    assert_int_equal(run(cmd), 0);
+    assert_int_equal(chmod(up, mode), 0);
+    _cleanup_free_ char *e = at(w->expect, rel);
+    assert_int_equal(chmod(e, mode), 0);
+}
+
+static bool need_root(void)
+{
+    if (geteuid() != 0) {
+        print_message("# not root: whiteouts (mknod 0:0) need root\n");
+        return false;
+    }
+    return true;
+}
+
+static const pdk_change *get(const pdk_change_list *l, const char *path)
+{
+    const pdk_change *c = pdk_changes_find(l, path);
+    if (!c) {
+        for (size_t i = 0; i < l->count; i++)
+            print_message("#   have %s (%s)\n", l->items[i].path,
+                          pdk_change_status_name(l->items[i].status));
+        fail_msg("no change for \"%s\"", path);
+    }
+    return c;
+}
+
+static void scan(ws *w, char *const *ignore, pdk_change_list *out)
+{
+    ws_open(w);
+    pdk_error err = {0};
+    if (pdk_changes_scan(w->lower_fd, w->upper_fd, ignore, out, &err) < 0)
+        fail_msg("scan: %s", err.message);
+}
+
+
+static bool have_git(void)
+{
+    if (run("git --version >/dev/null 2>&1") != 0) {
+        print_message("# git is not installed\n");
+        return false;
+    }
+    return true;
+}
+
+/* Every non-directory entry of a tree, "path kind x|-|target content" lines, sorted. */
+static void list_tree(const char *root, const char *rel, pdk_buf *out, bool exec_bit_only)
+{
+    _cleanup_free_ char *dir = rel[0] ? at(root, rel) : xstrdup(root);
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    struct dirent *de;
+    char **names = NULL;
+    while ((de = readdir(d)))
+        if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+            pdk_strv_push(&names, de->d_name);
+    closedir(d);
+    size_t n = pdk_strv_length(names);
+    for (size_t i = 0; i + 1 < n; i++)
+        for (size_t j = i + 1; j < n; j++)
+            if (strcmp(names[i], names[j]) > 0) {
+                char *t = names[i];
+                names[i] = names[j];
+                names[j] = t;
+            }
+    for (size_t i = 0; i < n; i++) {
+        _cleanup_free_ char *sub = rel[0] ? xasprintf("%s/%s", rel, names[i]) : xstrdup(names[i]);
+        _cleanup_free_ char *full = at(root, sub);
+        struct stat st;
+        assert_int_equal(lstat(full, &st), 0);
+        if (S_ISDIR(st.st_mode)) {
+            if (!exec_bit_only)
+                pdk_buf_printf(out, "%s/ dir %o\n", sub, st.st_mode & 07777);
+            list_tree(root, sub, out, exec_bit_only);
+        } else if (S_ISLNK(st.st_mode)) {
+            char t[4096];
+            ssize_t len = readlink(full, t, sizeof(t) - 1);
+            assert_true(len >= 0);
+            t[len] = '\0';
+            pdk_buf_printf(out, "%s symlink %s\n", sub, t);
+        } else if (S_ISREG(st.st_mode)) {
+            char *content = NULL;
+            size_t len = 0;
+            assert_int_equal(pdk_read_file_at(AT_FDCWD, full, &content, &len, 0), 0);
+            if (exec_bit_only)
+                pdk_buf_printf(out, "%s file %s [", sub, (st.st_mode & 0100) ? "x" : "-");
+            else
+                pdk_buf_printf(out, "%s file %o [", sub, st.st_mode & 07777);
+            pdk_buf_append(out, content, len);
+            pdk_buf_puts(out, "]\n");
+            free(content);
+        } else {
+            pdk_buf_printf(out, "%s other %o\n", sub, st.st_mode);
+        }
+    }
+    pdk_strv_free(names);
+}
+
+/* ---- commit helpers --------------------------------------------------------------------- */
+
+static int64_t ctime_of(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) < 0)
+        return -1;
+    return (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
+}
+
+/* A baseline strictly after the ctime of everything that exists now. File timestamps come
+ * from the kernel's coarse clock, so change a marker until its ctime moves on; every later
+ * change then gets a ctime >= the baseline. */
+static int64_t baseline_now(ws *w)
+{
+    _cleanup_free_ char *m = at(w->root, "marker");
+    put(w->root, "marker", "", 0644);
+    int64_t first = ctime_of(m);
+    for (long i = 0; i < 100000000L; i++) {
+        assert_int_equal(chmod(m, (i & 1) ? 0644 : 0600), 0);
+        int64_t now = ctime_of(m);
+        if (now > first)
+            return now;
+    }
+    fail_msg("the file system clock does not move");
+    return 0;
+}
+
+static pdk_commit_request request(ws *w, int64_t baseline)
+{
+    ws_open(w);
+    return (pdk_commit_request){
+        .lower_dirfd = w->lower_fd,
+        .upper_dirfd = w->upper_fd,
+        .baseline_ns = baseline,
+    };
+}
+
+static char *tree(const char *dir, bool files_only)
+{
+    pdk_buf b = {0};
+    list_tree(dir, "", &b, files_only);
+    return pdk_buf_steal(&b);
+}
+
+static void assert_trees_equal(const char *got_dir, const char *want_dir)
+{
+    _cleanup_free_ char *got = tree(got_dir, false);
+    _cleanup_free_ char *want = tree(want_dir, false);
+    if (strcmp(got, want) != 0)
+        fail_msg("trees differ\n--- %s\n%s--- %s\n%s", got_dir, got, want_dir, want);
+}
+
+static size_t scan_count(ws *w)
+{
+    pdk_change_list l;
+    scan(w, NULL, &l);
+    size_t n = l.count;
+    for (size_t i = 0; i < l.count; i++)
+        print_message("#   left: %s %s\n", pdk_change_status_name(l.items[i].status),
+                      l.items[i].path);
+    pdk_change_list_free(&l);
+    return n;
+}
+
+static const pdk_commit_refusal *refusal(const pdk_commit_result *r, const char *path)
+{
+    for (size_t i = 0; i < r->refused_count; i++)
+        if (strcmp(r->refused[i].path, path) == 0)
+            return &r->refused[i];
+    return NULL;
+}
+
+static void assert_refused(const pdk_commit_result *r, const char *path, const char *why)
+{
+    const pdk_commit_refusal *f = refusal(r, path);
+    if (!f) {
+        fail_msg("\"%s\" was not refused", path);
+        return;
+    }
+    if (!strstr(f->reason, why))
+        fail_msg("\"%s\" refused for \"%s\", expected \"%s\"", path, f->reason, why);
+}
+
+static bool has_temp_files(const char *dir)
+{
+    _cleanup_free_ char *cmd =
+        xasprintf("find '%s' -name '.paddock-commit.*' | grep -q .", dir);
+    return run(cmd) == 0;
+}
+
+/* A bit of everything, as the sandbox would leave it. */
+static void build_rich(ws *w)
+{
+    put(w->lower, "README", "line 1\nline 2\nline 3\n", 0644);
+    put(w->lower, "script.sh", "#!/bin/sh\necho hi\n", 0644);
+    put(w->lower, "tool", "#!/bin/sh\n", 0755);
+    put(w->lower, "to-delete", "bye\n", 0644);
+    sym(w->lower, "link", "README");
+    put(w->lower, "file-to-link", "x\n", 0644);
+    mkd(w->lower, "src", 0755);
+    put(w->lower, "src/main.c", "int main(void) { return 0; }\n", 0644);
+    mkd(w->lower, "old", 0755);
+    put(w->lower, "old/a", "a\n", 0644);
+    mkd(w->lower, "old/deeper", 0700);
+    put(w->lower, "old/deeper/b", "b\n", 0600);
+    put(w->lower, "file-to-dir", "f\n", 0644);
+    mkd(w->lower, "dir-to-file", 0755);
+    put(w->lower, "dir-to-file/x", "x\n", 0644);
+    mkd(w->lower, "fresh", 0755);
+    put(w->lower, "fresh/old-content", "old\n", 0644);
+    put(w->lower, "fresh/kept", "same\n", 0644);
+    mkd(w->lower, "modedir", 0755);
+    put(w->lower, "modedir/f", "f\n", 0644);
+    ws_snapshot(w);
+}
+
+static void change_rich(ws *w)
+{
+    o_put(w, "README", "line 1\nline two\nline 3\nline 4\n", 0644);
+    o_put(w, "script.sh", "#!/bin/sh\necho hello\n", 0755);
+    o_chmod(w, "tool", 0600);
+    o_rm(w, "to-delete");
+    o_sym(w, "link", "src/main.c");
+    o_sym(w, "file-to-link", "README");
+    o_put(w, "src/main.c", "int main(void) { return 1; }\n", 0644);
+    o_mkdir(w, "new", 0750);
+    o_mkdir(w, "new/nested", 0755);
+    o_put(w, "new/nested/file.txt", "nested\n", 0640);
+    o_put(w, "new/empty", "", 0644);
+    o_sym(w, "new/dangling", "../nowhere");
+    o_rm(w, "old");
+    o_fresh_dir(w, "file-to-dir", 0755);
+    o_put(w, "file-to-dir/inside", "i\n", 0644);
+    o_rm(w, "dir-to-file");
+    o_put(w, "dir-to-file", "now a file\n", 0644);
+    o_fresh_dir(w, "fresh", 0755);
+    o_put(w, "fresh/kept", "same\n", 0644);
+    o_put(w, "fresh/new", "new\n", 0644);
+    o_mkdir(w, "modedir", 0555); /* read-only directory: its files are written first */
+}
+
+/* ---- tests ---------------------------------------------------------------------------- */
+
+static void t_commit_everything(void **state)
+{
+    if (!need_root())
+        skip();
+    ws *w = ws_new();
+    build_rich(w);
+    int64_t baseline = baseline_now(w);
+    change_rich(w);
+
+    pdk_commit_request req = request(w, baseline);
+    pdk_commit_result res;
+    pdk_error err = {0};
+    if (pdk_commit_apply(&req, &res, &err) < 0)
+        fail_msg("commit: %s", err.message);
+    assert_int_equal(res.refused_count, 0);
+    assert_trees_equal(w->lower, w->expect);
+    assert_false(has_temp_files(w->lower));
+
+    /* ctimes for the caller to record: what the real entries carry now; -1 for deletions. */
+    assert_true(res.applied_count > 20);
+    for (size_t i = 0; i < res.applied_count; i++) {
+        const pdk_commit_entry *e = &res.applied[i];
+        _cleanup_free_ char *p = at(w->lower, e->path);
+        if (e->status == PDK_CHANGE_DELETED)
+            assert_int_equal(e->ctime_ns, -1);
+        else
+            assert_true(e->ctime_ns == ctime_of(p));
+    }
+    pdk_commit_result_free(&res);
+
+    /* Nothing left to review, and nothing but (empty, copied-up) directories in the upper. */
+    assert_int_equal(scan_count(w), 0);
+    _cleanup_free_ char *left = tree(w->upper, true);
+    assert_string_equal(left, "");
+    _cleanup_free_ char *fresh = at(w->upper, "fresh");
+    char v[4];
+    assert_true(lgetxattr(fresh, "user.overlay.opaque", v, sizeof(v)) < 0);
+    ws_free(w);
+}
+
+static void t_conflicts(void **state)
+{
+    if (!need_root())
+        skip();
+    ws *w = ws_new();
+    put(w->lower, "edited", "1\n", 0644);
+    put(w->lower, "removed", "r\n", 0644);
+    put(w->lower, "fine", "f\n", 0644);
+    put(w->lower, "deleted-here", "d\n", 0644);
+    int64_t baseline = baseline_now(w);
+    put(w->upper, "edited", "session\n", 0644);
+    set_origin(w->upper, "edited", w->lower, "edited");
+    put(w->upper, "removed", "session\n", 0644);
+    set_origin(w->upper, "removed", w->lower, "removed");
+    put(w->upper, "created", "session\n", 0644);
+    put(w->upper, "fine", "session\n", 0644);
+    whiteout(w->upper, "deleted-here");
+
+    /* Outside the sandbox, after the session began: */
+    put(w->lower, "edited", "outside\n", 0644);
+    _cleanup_free_ char *rp = at(w->lower, "removed");
+    assert_int_equal(unlink(rp), 0);
+    put(w->lower, "created", "outside\n", 0644);
+    put(w->lower, "deleted-here", "changed outside\n", 0644);
+
+    _cleanup_free_ char *lower_before = tree(w->lower, false);
+    _cleanup_free_ char *upper_before = tree(w->upper, false);
+    pdk_commit_request req = request(w, baseline);
+    pdk_commit_result res;
+    pdk_error err = {0};
+    assert_int_equal(pdk_commit_apply(&req, &res, &err), -1);
+    assert_int_equal(res.refused_count, 4);
+    assert_refused(&res, "edited", "changed in the workspace after the session began");
+    assert_refused(&res, "removed", "deleted outside");
+    assert_refused(&res, "created", "created in the workspace");
+    assert_refused(&res, "deleted-here", "in the workspace after the session began");
+    assert_null(refusal(&res, "fine"));
+    assert_int_equal(res.applied_count, 0);
+    assert_non_null(strstr(err.message, "nothing was committed"));
+    assert_non_null(strstr(err.message, "\"edited\""));
+    assert_non_null(strstr(err.message, "\"removed\""));
+    assert_non_null(strstr(err.message, "\"created\""));
+    pdk_commit_result_free(&res);
+    /* Nothing written on either side. */
+    _cleanup_free_ char *lower_after = tree(w->lower, false);
+    _cleanup_free_ char *upper_after = tree(w->upper, false);
+    assert_string_equal(lower_after, lower_before);
+    assert_string_equal(upper_after, upper_before);
+
+    /* Committing only the path without conflict works. */
+    char *sel[] = {"fine", NULL};
+    req.select = sel;
+    assert_int_equal(pdk_commit_apply(&req, &res, &err), 0);
+    assert_int_equal(res.applied_count, 1);
+    pdk_commit_result_free(&res);
+    char *content = NULL;
+    _cleanup_free_ char *fp = at(w->lower, "fine");
+    assert_int_equal(pdk_read_file_at(AT_FDCWD, fp, &content, NULL, 0), 0);
+    assert_string_equal(content, "session\n");
+    free(content);
+    ws_free(w);
+}
+
+static void t_committed_paths(void **state)
+{
+    if (!need_root())
+        skip();
+    ws *w = ws_new();
+    put(w->lower, "a", "1\n", 0644);
+    int64_t baseline = baseline_now(w);
+    put(w->upper, "a", "2\n", 0644);
+    pdk_commit_request req = request(w, baseline);
+    pdk_commit_result res;
+    pdk_error err = {0};
+    assert_int_equal(pdk_commit_apply(&req, &res, &err), 0);
+    assert_int_equal(res.applied_count, 1);
+    pdk_committed_path committed = {.path = xstrdup("a"), .ctime_ns = res.applied[0].ctime_ns};
+    pdk_commit_result_free(&res);
+
+    /* The session goes on and changes the file again. Our own commit is not a conflict... */
+    put(w->upper, "a", "3\n", 0644);
+    assert_int_equal(pdk_commit_apply(&req, &res, &err), -1);
+    assert_refused(&res, "a", "in the workspace after the session began");
+    pdk_commit_result_free(&res);
+    req.committed = &committed;
+    req.committed_count = 1;
+    if (pdk_commit_apply(&req, &res, &err) < 0)
+        fail_msg("%s", err.message);
+    committed.ctime_ns = res.applied[0].ctime_ns;
+    pdk_commit_result_free(&res);
+
+    /* ... but a change made outside after that is. */
+    put(w->lower, "a", "outside\n", 0644);
+    put(w->upper, "a", "4\n", 0644);
+    assert_int_equal(pdk_commit_apply(&req, &res, &err), -1);
+    assert_refused(&res, "a", "in the workspace after the session began");
+    pdk_commit_result_free(&res);
+    free(committed.path);
+    ws_free(w);
+}
+
+static void t_protected_and_special(void **state)
+{
+    if (!need_root())
+        skip();
+    ws *w = ws_new();
+    mkd(w->lower, ".git", 0755);
+    put(w->lower, ".git/config", "[core]\n", 0644);
+    put(w->lower, "secret", "s\n", 0600);
+    _cleanup_free_ char *lfifo = at(w->lower, "oldpipe");
+    assert_int_equal(mkfifo(lfifo, 0644), 0);
+    int64_t baseline = baseline_now(w);
+    mkd(w->upper, ".git", 0755);
+    put(w->upper, ".git/config", "[core]\n\thooksPath = /tmp/evil\n", 0644);
+    put(w->upper, ".git/new", "x\n", 0644);
+    put(w->upper, ".gitignore", "*.o\n", 0644); /* not beneath .git/ */
+    put(w->upper, "secret", "changed\n", 0600);
+    put(w->upper, "suid", "#!/bin/sh\n", 04755);
+    _cleanup_free_ char *ufifo = at(w->upper, "pipe");
+    assert_int_equal(mkfifo(ufifo, 0644), 0);
+    whiteout(w->upper, "oldpipe"); /* deleting a special file is fine */
+
+    char *protected_paths[] = {".git/", "secret", NULL};
+    pdk_commit_request req = request(w, baseline);
+    req.protected_paths = protected_paths;
+    pdk_commit_result res;
+    pdk_error err = {0};
+    assert_int_equal(pdk_commit_apply(&req, &res, &err), -1);
+    assert_int_equal(res.refused_count, 5);
+    assert_refused(&res, ".git/config", "protected");
+    assert_refused(&res, ".git/new", "--include-protected");
+    assert_refused(&res, "secret", "protected");
+    assert_refused(&res, "pipe", "special file");
+    assert_refused(&res, "suid", "set-user-ID");
+    assert_null(refusal(&res, ".gitignore"));
+    pdk_commit_result_free(&res);
+
+    /* --include-protected lets the protected ones through, never the special files. */
+    req.allow_protected = true;
+    assert_int_equal(pdk_commit_apply(&req, &res, &err), -1);
+    assert_int_equal(res.refused_count, 2);
+    pdk_commit_result_free(&res);
+    char *sel[] = {".git", "secret", "oldpipe", ".gitignore", NULL};
+    req.select = sel;
+    if (pdk_commit_apply(&req, &res, &err) < 0)
+        fail_msg("%s", err.message);
+    assert_int_equal(res.applied_count, 5);
+    pdk_commit_result_free(&res);
+    assert_true(access(lfifo, F_OK) < 0);
+    _cleanup_free_ char *cfg = at(w->lower, ".git/config");
+    char *content = NULL;
+    assert_int_equal(pdk_read_file_at(AT_FDCWD, cfg, &content, NULL, 0), 0);
+    assert_non_null(strstr(content, "hooksPath"));
+    free(content);
+    ws_free(w);
+}
+
+static void t_partial_commit(void **state)
+{
+    if (!need_root())
+        skip();
+    ws *w = ws_new();
+    mkd(w->lower, "src", 0755);
+    put(w->lower, "src/a.c", "a\n", 0644);
+    mkd(w->lower, "docs", 0755);
+    put(w->lower, "docs/x.md", "x\n", 0644);
+    mkd(w->lower, "op", 0755);
+    put(w->lower, "op/a", "a\n", 0644);
+    put(w->lower, "op/b", "b\n", 0644);
+    ws_snapshot(w);
+    int64_t baseline = baseline_now(w);
+    o_put(w, "src/a.c", "A\n", 0644);
+    o_put(w, "src/b.c", "B\n", 0644);
+    o_put(w, "docs/x.md", "X\n", 0644);
+    o_put(w, "top", "t\n", 0644);
+    o_fresh_dir(w, "op", 0755);
+    o_put(w, "op/new1", "1\n", 0644);
+    o_put(w, "op/new2", "2\n", 0644);
+    o_mkdir(w, "newdir", 0755);
+    o_put(w, "newdir/f", "f\n", 0644);
+    o_put(w, "newdir/g", "g\n", 0644);
+
+    pdk_commit_request req = request(w, baseline);
+    pdk_commit_result res;
+    pdk_error err = {0};
+
+    /* A path with no change is an error, before anything is written. */
+    char *none[] = {"nothing-here", NULL};
+    req.select = none;
+    assert_int_equal(pdk_commit_apply(&req, &res, &err), -1);
+    assert_non_null(strstr(err.message, "\"nothing-here\": the session has no change"));
+    pdk_commit_result_free(&res);
+
+    /* A directory selects what is beneath; a file in a new directory brings the directory. */
+    char *sel[] = {"src", "op/new1", "newdir/f", NULL};
+    req.select = sel;
+    if (pdk_commit_apply(&req, &res, &err) < 0)
+        fail_msg("%s", err.message);
+    assert_int_equal(res.applied_count, 5); /* src/a.c src/b.c op/new1 newdir newdir/f */
+    pdk_commit_result_free(&res);
+
+    pdk_change_list l;
+    scan(w, NULL, &l);
+    const char *left[] = {"docs/x.md", "newdir/g", "op/a", "op/b", "op/new2", "top"};
+    for (size_t i = 0; i < l.count; i++)
+        print_message("#   left: %s\n", l.items[i].path);
+    assert_int_equal(l.count, PDK_ARRAY_SIZE(left));
+    for (size_t i = 0; i < l.count; i++)
+        assert_string_equal(l.items[i].path, left[i]);
+    pdk_change_list_free(&l);
+    /* Beneath the opaque op/ (committed in part) the committed file stays in the upper. */
+    _cleanup_free_ char *kept = at(w->upper, "op/new1");
+    assert_int_equal(access(kept, F_OK), 0);
+    _cleanup_free_ char *gone = at(w->upper, "src/a.c");
+    assert_true(access(gone, F_OK) < 0);
+
+    /* The rest: then the real workspace is the merged view and the upper is empty. */
+    req.select = NULL;
+    if (pdk_commit_apply(&req, &res, &err) < 0)
+        fail_msg("%s", err.message);
+    pdk_commit_result_free(&res);
+    assert_trees_equal(w->lower, w->expect);
+    assert_int_equal(scan_count(w), 0);
+    _cleanup_free_ char *rest = tree(w->upper, true);
+    assert_string_equal(rest, "");
+    /* The opaque directory, committed whole, went (it was empty). */
+    _cleanup_free_ char *op = at(w->upper, "op");
+    assert_true(access(op, F_OK) < 0);
+    ws_free(w);
+}
+
+static void t_dry_run(void **state)
+{
+    if (!need_root())
+        skip();
+    ws *w = ws_new();
+    build_rich(w);
+    int64_t baseline = baseline_now(w);
+    change_rich(w);
+    _cleanup_free_ char *lower_before = tree(w->lower, false);
+    _cleanup_free_ char *upper_before = tree(w->upper, false);
+    pdk_commit_request req = request(w, baseline);
+    req.dry_run = true;
+    pdk_commit_result res;
+    pdk_error err = {0};
+    assert_int_equal(pdk_commit_apply(&req, &res, &err), 0);
+    assert_true(res.dry_run);
+    assert_true(res.applied_count > 20);
+    for (size_t i = 0; i < res.applied_count; i++)
+        assert_int_equal(res.applied[i].ctime_ns, -1);
+    pdk_commit_result_free(&res);
+    _cleanup_free_ char *lower_after = tree(w->lower, false);
+    _cleanup_free_ char *upper_after = tree(w->upper, false);
+    assert_string_equal(lower_after, lower_before);
+    assert_string_equal(upper_after, upper_before);
+
+    /* A dry run reports refusals the same way. */
+    put(w->lower, "README", "outside\n", 0644);
+    assert_int_equal(pdk_commit_apply(&req, &res, &err), -1);
+    assert_refused(&res, "README", "in the workspace after the session began");
+    pdk_commit_result_free(&res);
+    ws_free(w);
+}
+
+static void make_outside(ws *w, char **outside)
+{
+    *outside = at(w->root, "outside");
+    assert_int_equal(mkdir(*outside, 0755), 0);
+    put(*outside, "f", "outside\n", 0644);
+}
+
+static void assert_outside_untouched(const char *outside)
+{
+    _cleanup_free_ char *t = tree(outside, false);
+    assert_string_equal(t, "f file 644 [outside\n]\n");
+}
+
+static void t_symlinks_planted_in_upper(void **state)
+{
+    if (!need_root())
+        skip();
+    ws *w = ws_new();
+    _cleanup_free_ char *outside = NULL;
+    make_outside(w, &outside);
+    /* link: a real directory the sandbox replaced by a symlink to outside. link2: a real
+     * symlink to outside that the sandbox replaced by a directory with a file in it. */
+    mkd(w->lower, "link", 0755);
+    put(w->lower, "link/a", "a\n", 0644);
+    sym(w->lower, "link2", outside);
+    int64_t baseline = baseline_now(w);
+    sym(w->upper, "link", outside);
+    sym(w->upper, "evil", outside);
+    mkd(w->upper, "link2", 0755);
+    set_opaque(w->upper, "link2");
+    put(w->upper, "link2/f", "planted\n", 0644);
+    put(w->upper, "link2/x", "x\n", 0644);
+
+    pdk_commit_request req = request(w, baseline);
+    pdk_commit_result res;
+    pdk_error err = {0};
+    if (pdk_commit_apply(&req, &res, &err) < 0)
+        fail_msg("%s", err.message);
+    pdk_commit_result_free(&res);
+    assert_outside_untouched(outside);
+    /* The symlinks are content: committed as symlinks, never followed. */
+    _cleanup_free_ char *t = tree(w->lower, false);
+    _cleanup_free_ char *want = xasprintf("evil symlink %s\nlink symlink %s\nlink2/ dir 755\n"
+                                          "link2/f file 644 [planted\n]\nlink2/x file 644 [x\n]\n",
+                                          outside, outside);
+    assert_string_equal(t, want);
+    ws_free(w);
+}
+
+static void t_workspace_symlink_before_commit(void **state)
+{
+    if (!need_root())
+        skip();
+    ws *w = ws_new();
+    _cleanup_free_ char *outside = NULL;
+    make_outside(w, &outside);
+    mkd(w->lower, "d", 0755);
+    put(w->lower, "d/f", "real\n", 0644);
+    int64_t baseline = baseline_now(w);
+    mkd(w->upper, "d", 0755);
+    put(w->upper, "d/f", "session\n", 0644);
+    put(w->upper, "d/new", "session\n", 0644);
+    /* Outside: the real directory becomes a symlink out of the workspace. */
+    _cleanup_free_ char *d = at(w->lower, "d");
+    rm_rf(d);
+    assert_int_equal(symlink(outside, d), 0);
+
+    pdk_commit_request req = request(w, baseline);
+    pdk_commit_result res;
+    pdk_error err = {0};
+    assert_int_equal(pdk_commit_apply(&req, &res, &err), -1);
+    assert_refused(&res, "d", "in the workspace after the session began");
+    pdk_commit_result_free(&res);
+    assert_outside_untouched(outside);
+    ws_free(w);
+}
+
+typedef struct swap_arg {
+    const char *dir;     /* replace this real directory ... */
+    const char *target;  /* ... by a symlink to this */
+    const char *touch;   /* or rewrite this real file */
+} swap_arg;
+
+static void swap_hook(void *p)
+{
+    swap_arg *a = p;
+    if (a->dir) {
+        rm_rf(a->dir);
+        assert_int_equal(symlink(a->target, a->dir), 0);
+    }
+    if (a->touch) {
+        int fd = open(a->touch, O_WRONLY | O_TRUNC | O_CLOEXEC);
+        assert_true(fd >= 0);
+        assert_int_equal(pdk_write_all(fd, "raced\n", 6), 0);
+        close(fd);
+    }
+}
+
+static void t_workspace_changes_during_commit(void **state)
+{
+    if (!need_root())
+        skip();
+    ws *w = ws_new();
+    _cleanup_free_ char *outside = NULL;
+    make_outside(w, &outside);
+    mkd(w->lower, "d", 0755);
+    put(w->lower, "d/f", "real\n", 0644);
+    put(w->lower, "z", "z\n", 0644);
+    int64_t baseline = baseline_now(w);
+    mkd(w->upper, "d", 0755);
+    put(w->upper, "d/f", "session\n", 0644);
+    put(w->upper, "d/new", "session\n", 0644);
+    put(w->upper, "z", "session\n", 0644);
+
+    /* After the checks, before the first write, d becomes a symlink to outside. */
+    _cleanup_free_ char *d = at(w->lower, "d");
+    swap_arg arg = {.dir = d, .target = outside};
+    pdk__commit_before_apply = swap_hook;
+    pdk__commit_before_apply_arg = &arg;
+    pdk_commit_request req = request(w, baseline);
+    pdk_commit_result res;
+    pdk_error err = {0};
+    int r = pdk_commit_apply(&req, &res, &err);
+    pdk__commit_before_apply = NULL;
+    assert_int_equal(r, -1);
+    print_message("# %s\n", err.message);
+    assert_non_null(strstr(err.message, "\"d/f\""));
+    pdk_commit_result_free(&res);
+    assert_outside_untouched(outside);
+    assert_false(has_temp_files(w->root));
+
+    /* The file itself rewritten under the commit: stopped, the temporary removed. */
+    rm_rf(d);
+    mkd(w->lower, "d", 0755);
+    put(w->lower, "d/f", "real\n", 0644);
+    char *sel[] = {"z", NULL};
+    _cleanup_free_ char *z = at(w->lower, "z");
+    swap_arg arg2 = {.touch = z};
+    pdk__commit_before_apply = swap_hook;
+    pdk__commit_before_apply_arg = &arg2;
+    req.select = sel;
+    req.baseline_ns = baseline_now(w); /* d/f is rewritten but not selected; z is older */
+    r = pdk_commit_apply(&req, &res, &err);
+    pdk__commit_before_apply = NULL;
+    assert_int_equal(r, -1);
+    assert_non_null(strstr(err.message, "changed in the workspace during the commit"));
+    pdk_commit_result_free(&res);
+    assert_false(has_temp_files(w->root));
+    char *content = NULL;
+    assert_int_equal(pdk_read_file_at(AT_FDCWD, z, &content, NULL, 0), 0);
+    assert_string_equal(content, "raced\n");
+    free(content);
+    ws_free(w);
+}
+
+/* ---- a real overlay ----------------------------------------------------------------------- */
+
+static void t_real_overlay(void **state)
+{
+    if (!need_root())
+        skip();
+    ws *w = ws_new();
+    _cleanup_free_ char *work = at(w->root, "work");
+    _cleanup_free_ char *merged = at(w->root, "merged");
+    assert_int_equal(mkdir(work, 0755), 0);
+    assert_int_equal(mkdir(merged, 0755), 0);
+    put(w->lower, "a", "a\n", 0644);
+    put(w->lower, "b", "b\n", 0644);
+    put(w->lower, "c", "c\n", 0644);
+    put(w->lower, "script", "#!/bin/sh\n", 0644);
+    mkd(w->lower, "d", 0755);
+    put(w->lower, "d/x", "x\n", 0644);
+    put(w->lower, "d/y", "y\n", 0644);
+    mkd(w->lower, "e", 0755);
+    put(w->lower, "e/f", "f\n", 0644);
+    put(w->lower, "unchanged", "u\n", 0644);
+    int64_t baseline = baseline_now(w);
+
+    _cleanup_free_ char *opts = xasprintf("lowerdir=%s,upperdir=%s,workdir=%s,userxattr",
+                                          w->lower, w->upper, work);
+    if (mount("overlay", merged, "overlay", 0, opts) < 0) {
+        int e = errno;
+        if (e == EPERM || e == ENODEV) {
+            print_message("# cannot mount overlayfs: %s\n", strerror(e));
+            ws_free(w);
+            skip();
+        }
+        fail_msg("mount overlay: %s", strerror(e));
+    }
+    /* The sandbox at work, through the merged view. */
+    _cleanup_free_ char *cmd = xasprintf(
+        "set -e; cd '%s'; echo new > n; echo more >> a; chmod +x script; rm b; "
+        "rm -r d; mkdir d; echo z > d/z; mv c c2; ln -s a ln; mkdir -p newdir/sub; "
+        "echo deep > newdir/sub/file; mv e/f e/g; cat unchanged > /dev/null; "
+        "chmod 0700 e",
+        merged);
+    int r = run(cmd);
+    _cleanup_free_ char *snap = xasprintf("cp -a '%s' '%s'", merged, w->expect);
+    int r2 = run(snap);
+    assert_int_equal(umount2(merged, 0), 0);
+    assert_int_equal(r, 0);
+    assert_int_equal(r2, 0);
+
+    pdk_change_list l;
+    scan(w, NULL, &l);
+    const char *expect[][2] = {
+        {"a", "modified"}, {"b", "deleted"},   {"c", "deleted"},
+        {"c2", "added"},   {"d/x", "deleted"}, {"d/y", "deleted"},
+        {"d/z", "added"},  {"e", "modified"},  {"e/f", "deleted"},
+        {"e/g", "added"},  {"ln", "added"},    {"n", "added"},
+        {"newdir", "added"}, {"newdir/sub", "added"}, {"newdir/sub/file", "added"},
+        {"script", "modified"},
+    };
+    for (size_t i = 0; i < l.count; i++)
+        print_message("#   %s %s%s\n", pdk_change_status_name(l.items[i].status),
+                      l.items[i].path, l.items[i].has_origin ? " (origin)" : "");
+    assert_int_equal(l.count, PDK_ARRAY_SIZE(expect));
+    for (size_t i = 0; i < l.count; i++) {
+        assert_string_equal(l.items[i].path, expect[i][0]);
+        assert_string_equal(pdk_change_status_name(l.items[i].status), expect[i][1]);
+    }
+    /* Renamed inside the sandbox: an origin that still exists elsewhere, not a conflict. */
+    assert_true(get(&l, "c2")->has_origin);
+    assert_true(get(&l, "c2")->origin_elsewhere);
+    assert_true(get(&l, "e/g")->origin_elsewhere);
+    pdk_change_list_free(&l);
+
+    /* git apply of the diff reproduces the merged view's files. */
+    if (have_git()) {
+        pdk_change_list l2;
+        scan(w, NULL, &l2);
+        pdk_buf patch = {0};
+        pdk_error err = {0};
+        assert_int_equal(pdk_diffrender_patch(&l2, w->lower_fd, w->upper_fd, NULL, &patch, &err),
+                         0);
+        pdk_change_list_free(&l2);
+        put(w->root, "overlay.patch", patch.data, 0644);
+        pdk_buf_free(&patch);
+        _cleanup_free_ char *copy = at(w->root, "applied");
+        _cleanup_free_ char *apply = xasprintf(
+            "cp -a '%s' '%s' && cd '%s' && GIT_CEILING_DIRECTORIES=/tmp git apply '%s/overlay.patch'",
+            w->lower, copy, copy, w->root);
+        assert_int_equal(run(apply), 0);
+        _cleanup_free_ char *got = tree(copy, true);
+        _cleanup_free_ char *want = tree(w->expect, true);
+        assert_string_equal(got, want);
+    }
+
+    /* Commit everything: the real directory is what the merged view was. */
+    pdk_commit_request req = request(w, baseline);
+    pdk_commit_result res;
+    pdk_error err = {0};
+    if (pdk_commit_apply(&req, &res, &err) < 0)
+        fail_msg("commit: %s", err.message);
+    pdk_commit_result_free(&res);
+    assert_trees_equal(w->lower, w->expect);
+    assert_int_equal(scan_count(w), 0);
+
+    /* The cleaned upper layer is still a valid one: mounted again, it shows the same. */
+    close(w->upper_fd);
+    w->upper_fd = -1;
+    assert_int_equal(mount("overlay", merged, "overlay", 0, opts), 0);
+    _cleanup_free_ char *again = tree(merged, false);
+    assert_int_equal(umount2(merged, 0), 0);
+    _cleanup_free_ char *want = tree(w->expect, false);
+    assert_string_equal(again, want);
+    ws_free(w);
+}
+
+static int teardown(void **state)
+{
+    pdk__commit_before_apply = NULL;
+    ws_free(current_ws);
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(t_commit_everything, teardown),
+        cmocka_unit_test_teardown(t_conflicts, teardown),
+        cmocka_unit_test_teardown(t_committed_paths, teardown),
+        cmocka_unit_test_teardown(t_protected_and_special, teardown),
+        cmocka_unit_test_teardown(t_partial_commit, teardown),
+        cmocka_unit_test_teardown(t_dry_run, teardown),
+        cmocka_unit_test_teardown(t_symlinks_planted_in_upper, teardown),
+        cmocka_unit_test_teardown(t_workspace_symlink_before_commit, teardown),
+        cmocka_unit_test_teardown(t_workspace_changes_during_commit, teardown),
+        cmocka_unit_test_teardown(t_real_overlay, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
