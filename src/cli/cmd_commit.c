@@ -133,8 +133,8 @@ int pdk_cmd_commit(int argc, char **argv)
     _cleanup_close_ int lower =
         open(session->workspace, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (lower < 0) {
-        pdk_error_set(&err, errno, "cannot open the workspace %s of session %s",
-                      session->workspace, session->id);
+        pdk_error_set(&err, errno, "cannot open the workspace %s of session %s", session->workspace,
+                      session->id);
         return pdk_cli_fail(&err, PDK_EXIT_FAILED);
     }
     _cleanup_close_ int upper = pdk_session_open_upper(session, &err);
@@ -161,8 +161,7 @@ int pdk_cmd_commit(int argc, char **argv)
     if (!dry_run && res.applied_count > 0) {
         for (size_t i = 0; i < res.applied_count; i++)
             if (res.applied[i].ctime_ns >= 0)
-                pdk_session_note_committed(session, res.applied[i].path,
-                                           res.applied[i].ctime_ns);
+                pdk_session_note_committed(session, res.applied[i].path, res.applied[i].ctime_ns);
         pdk_error save_err = {0};
         if (pdk_session_save(session, true, &save_err) < 0) {
             pdk_error_prefix(&save_err, "the changes were committed but the session could not "
@@ -197,8 +196,9 @@ int pdk_cmd_commit(int argc, char **argv)
     } else {
         pdk_cli_fail(&err, PDK_EXIT_FAILED);
         if (res.applied_count > 0 && !dry_run)
-            fprintf(stderr, "paddock: %zu change%s had been committed before the error and "
-                            "were recorded in the session\n",
+            fprintf(stderr,
+                    "paddock: %zu change%s had been committed before the error and "
+                    "were recorded in the session\n",
                     res.applied_count, res.applied_count == 1 ? "" : "s");
     }
     pdk_commit_result_free(&res);

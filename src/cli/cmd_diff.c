@@ -89,8 +89,8 @@ int pdk_cmd_diff(int argc, char **argv)
     _cleanup_close_ int lower =
         open(session->workspace, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (lower < 0) {
-        pdk_error_set(&err, errno, "cannot open the workspace %s of session %s",
-                      session->workspace, session->id);
+        pdk_error_set(&err, errno, "cannot open the workspace %s of session %s", session->workspace,
+                      session->id);
         return pdk_cli_fail(&err, PDK_EXIT_FAILED);
     }
     _cleanup_close_ int upper = pdk_session_open_upper(session, &err);

@@ -16,17 +16,18 @@
 /* Deeper trees are refused: each level holds two directory fds. */
 #define MAX_DEPTH 256
 
-#define OVL_FB_MAGIC     0xfb
-#define OVL_FB_HEADER    21 /* version, magic, len, flags, type, uuid[16] */
-#define MAX_FID_BYTES    128
+#define OVL_FB_MAGIC  0xfb
+#define OVL_FB_HEADER 21 /* version, magic, len, flags, type, uuid[16] */
+#define MAX_FID_BYTES 128
 
 /* An added upper entry with an origin xattr, waiting to learn whether the origin still
  * exists elsewhere in the real workspace. */
 typedef struct origin_ref {
-    size_t item;    /* index into items (before sorting) */
-    int type;       /* fid type; -1 when the xattr could not be parsed */
+    size_t item; /* index into items (before sorting) */
+    int type;    /* fid type; -1 when the xattr is empty or could not be parsed */
     unsigned len;
     unsigned char fid[MAX_FID_BYTES];
+    ino_t upper_ino; /* the upper entry's inode when it has other links, else 0 */
 } origin_ref;
 
 typedef struct scan_ctx {
@@ -38,6 +39,8 @@ typedef struct scan_ctx {
     char **handle_candidates; /* real paths whose file handle an origin may name */
     origin_ref *origins;
     size_t origin_count;
+    ino_t *linked_inos; /* upper files with other links that have their real counterpart */
+    size_t linked_count;
     pdk_error *err;
 } scan_ctx;
 
@@ -183,8 +186,7 @@ static char *child_path(const char *rel, const char *name)
 /* Read an overlay xattr ("user.overlay.<attr>", else "trusted.overlay.<attr>") of the entry
  * name in dirfd without following it (it may be a symlink). Returns the length, or -1
  * (errno ENODATA when absent). */
-static ssize_t overlay_xattr(int dirfd, const char *name, const char *attr, void *buf,
-                             size_t len)
+static ssize_t overlay_xattr(int dirfd, const char *name, const char *attr, void *buf, size_t len)
 {
     char path[64 + 256];
     int n = snprintf(path, sizeof(path), "/proc/self/fd/%d/%s", dirfd, name);
@@ -444,8 +446,8 @@ static int add_deleted(scan_ctx *ctx, int lower_parent, const char *name, const 
 }
 
 /* Deletions for everything beneath the lower directory name (not the directory itself). */
-static int add_deleted_children(scan_ctx *ctx, int lower_parent, const char *name,
-                                const char *path, unsigned depth)
+static int add_deleted_children(scan_ctx *ctx, int lower_parent, const char *name, const char *path,
+                                unsigned depth)
 {
     _cleanup_close_ int dfd = open_entry(lower_parent, name, true);
     if (dfd < 0)
@@ -470,7 +472,8 @@ static int add_deleted_children(scan_ctx *ctx, int lower_parent, const char *nam
     return 0;
 }
 
-static void note_origin(scan_ctx *ctx, int upper_dir, const char *name, pdk_change *c)
+static void note_origin(scan_ctx *ctx, int upper_dir, const char *name, pdk_change *c,
+                        const struct stat *ust)
 {
     unsigned char buf[OVL_FB_HEADER + MAX_FID_BYTES];
     ssize_t n = overlay_xattr(upper_dir, name, "origin", buf, sizeof(buf));
@@ -486,6 +489,7 @@ static void note_origin(scan_ctx *ctx, int upper_dir, const char *name, pdk_chan
     memset(o, 0, sizeof(*o));
     o->item = (size_t)(c - ctx->items);
     o->type = -1;
+    o->upper_ino = (S_ISREG(ust->st_mode) && ust->st_nlink > 1) ? ust->st_ino : 0;
     if (n > OVL_FB_HEADER && buf[1] == OVL_FB_MAGIC && buf[2] == (unsigned char)n) {
         o->type = buf[4];
         o->len = (unsigned)(n - OVL_FB_HEADER);
@@ -518,8 +522,8 @@ static int descend(scan_ctx *ctx, const char *rel, int upper_parent, int lower_p
     return scan_dir(ctx, rel, ufd, lfd, opaque, depth + 1);
 }
 
-static int scan_entry(scan_ctx *ctx, const char *path, int upper_fd, int lower_fd,
-                      const char *name, bool opaque, unsigned depth)
+static int scan_entry(scan_ctx *ctx, const char *path, int upper_fd, int lower_fd, const char *name,
+                      bool opaque, unsigned depth)
 {
     struct stat ust, lst;
     if (fstatat(upper_fd, name, &ust, AT_SYMLINK_NOFOLLOW) < 0) {
@@ -552,7 +556,7 @@ static int scan_entry(scan_ctx *ctx, const char *path, int upper_fd, int lower_f
                 return scan_fail(ctx, path, "cannot read the session's symlink");
         }
         c->content_changed = ukind == PDK_KIND_FILE || ukind == PDK_KIND_SYMLINK;
-        note_origin(ctx, upper_fd, name, c);
+        note_origin(ctx, upper_fd, name, c, &ust);
         if (ukind == PDK_KIND_DIR)
             return descend(ctx, path, upper_fd, -1, name, true, depth);
         return 0;
@@ -574,7 +578,7 @@ static int scan_entry(scan_ctx *ctx, const char *path, int upper_fd, int lower_f
             if (!c->new_target)
                 return scan_fail(ctx, path, "cannot read the session's symlink");
         }
-        note_origin(ctx, upper_fd, name, c);
+        note_origin(ctx, upper_fd, name, c, &ust);
         if (lkind == PDK_KIND_DIR) {
             if (depth >= MAX_DEPTH)
                 return pdk_error_set(ctx->err, 0, "\"%s\": directory tree too deep", path);
@@ -593,7 +597,7 @@ static int scan_entry(scan_ctx *ctx, const char *path, int upper_fd, int lower_f
             pdk_change *c = push_change(ctx, path, PDK_CHANGE_MODIFIED);
             set_old(c, &lst);
             set_new(c, &ust);
-            note_origin(ctx, upper_fd, name, c);
+            note_origin(ctx, upper_fd, name, c, &ust);
         }
         return descend(ctx, path, upper_fd, lower_fd, name, opaque || uopaque, depth);
     }
@@ -615,11 +619,14 @@ static int scan_entry(scan_ctx *ctx, const char *path, int upper_fd, int lower_f
             set_old(c, &lst);
             set_new(c, &ust);
             c->content_changed = content_changed;
-            note_origin(ctx, upper_fd, name, c);
+            note_origin(ctx, upper_fd, name, c, &ust);
         }
         /* A hard link made in the sandbox names this lower file as its origin. */
-        if (ust.st_nlink > 1)
+        if (ust.st_nlink > 1) {
             pdk_strv_push(&ctx->handle_candidates, path);
+            ctx->linked_inos = xrealloc(ctx->linked_inos, (ctx->linked_count + 1) * sizeof(ino_t));
+            ctx->linked_inos[ctx->linked_count++] = ust.st_ino;
+        }
         return 0;
     }
     case PDK_KIND_SYMLINK: {
@@ -636,7 +643,7 @@ static int scan_entry(scan_ctx *ctx, const char *path, int upper_fd, int lower_f
             c->content_changed = true;
             c->old_target = steal_pointer(&lt);
             c->new_target = steal_pointer(&ut);
-            note_origin(ctx, upper_fd, name, c);
+            note_origin(ctx, upper_fd, name, c, &ust);
         }
         return 0;
     }
@@ -645,9 +652,9 @@ static int scan_entry(scan_ctx *ctx, const char *path, int upper_fd, int lower_f
             pdk_change *c = push_change(ctx, path, PDK_CHANGE_MODIFIED);
             set_old(c, &lst);
             set_new(c, &ust);
-            c->content_changed = (ust.st_mode & S_IFMT) != (lst.st_mode & S_IFMT) ||
-                                 ust.st_rdev != lst.st_rdev;
-            note_origin(ctx, upper_fd, name, c);
+            c->content_changed =
+                (ust.st_mode & S_IFMT) != (lst.st_mode & S_IFMT) || ust.st_rdev != lst.st_rdev;
+            note_origin(ctx, upper_fd, name, c, &ust);
         }
         return 0;
     }
@@ -700,9 +707,33 @@ static int scan_dir(scan_ctx *ctx, const char *rel, int upper_fd, int lower_fd, 
 
 /* For each added entry with an origin, look for that origin among the real entries the
  * session deleted or hard-linked: a match means a rename or link made in the sandbox, not
- * an entry deleted outside. */
+ * an entry deleted outside.
+ *
+ * An overlay mounted in a user namespace cannot encode file handles and writes an empty
+ * origin ("copied up from somewhere"). Then a non-directory counts as renamed or linked
+ * when the session removed or replaced some real entry of the same kind, or when it is a
+ * hard link of a copied-up file whose real counterpart exists; otherwise the real entry it
+ * came from is taken to have been deleted outside. (Directories are never renamed in the
+ * sandbox: without redirect_dir the overlay refuses it and mv copies.) */
 static void resolve_origins(scan_ctx *ctx)
 {
+    for (size_t j = 0; j < ctx->origin_count; j++) {
+        origin_ref *o = &ctx->origins[j];
+        pdk_change *c = &ctx->items[o->item];
+        for (size_t k = 0; k < ctx->linked_count && o->upper_ino; k++)
+            if (ctx->linked_inos[k] == o->upper_ino)
+                c->origin_elsewhere = true;
+        if (o->type >= 0 || c->new_kind == PDK_KIND_DIR || c->origin_elsewhere)
+            continue;
+        for (size_t i = 0; i < ctx->count; i++) {
+            const pdk_change *d = &ctx->items[i];
+            if ((d->status == PDK_CHANGE_DELETED || d->status == PDK_CHANGE_TYPE_CHANGED) &&
+                d->old_kind == c->new_kind) {
+                c->origin_elsewhere = true;
+                break;
+            }
+        }
+    }
     if (ctx->origin_count == 0 || !ctx->handle_candidates)
         return;
     struct file_handle *fh = xmalloc(sizeof(*fh) + MAX_HANDLE_SZ);
@@ -746,10 +777,11 @@ int pdk_changes_scan(int lower_dirfd, int upper_dirfd, char *const *ignore, pdk_
     if (r == 0)
         resolve_origins(&ctx);
     free(ctx.origins);
+    free(ctx.linked_inos);
     pdk_strv_free(ctx.handle_candidates);
     if (r < 0) {
-        pdk_change_list list = {.items = ctx.items, .count = ctx.count,
-                                .opaque_dirs = ctx.opaque_dirs};
+        pdk_change_list list = {
+            .items = ctx.items, .count = ctx.count, .opaque_dirs = ctx.opaque_dirs};
         pdk_change_list_free(&list);
         return -1;
     }

@@ -24,7 +24,7 @@
 
 typedef enum pdk_change_status {
     PDK_CHANGE_ADDED = 0,
-    PDK_CHANGE_MODIFIED = 1,     /* content, permission bits (07777) or symlink target */
+    PDK_CHANGE_MODIFIED = 1, /* content, permission bits (07777) or symlink target */
     PDK_CHANGE_DELETED = 2,
     PDK_CHANGE_TYPE_CHANGED = 3, /* file <-> dir <-> symlink <-> other */
 } pdk_change_status;
@@ -38,7 +38,7 @@ typedef enum pdk_change_kind {
 } pdk_change_kind;
 
 typedef struct pdk_change {
-    char *path;               /* workspace-relative, no leading or trailing '/' */
+    char *path; /* workspace-relative, no leading or trailing '/' */
     pdk_change_status status;
     pdk_change_kind old_kind; /* PDK_KIND_NONE when added */
     pdk_change_kind new_kind; /* PDK_KIND_NONE when deleted */
@@ -46,16 +46,19 @@ typedef struct pdk_change {
     mode_t new_mode;          /* full st_mode of the upper entry; 0 when absent */
     int64_t old_size;         /* st_size; 0 when absent */
     int64_t new_size;
-    char *old_target;         /* symlink targets, NULL unless that side is a symlink */
+    char *old_target; /* symlink targets, NULL unless that side is a symlink */
     char *new_target;
-    bool content_changed;     /* files: bytes differ; symlinks: target differs */
-    bool has_origin;          /* the upper entry carries an overlay.origin xattr */
-    bool origin_elsewhere;    /* ... naming a real entry that still exists at another path
-                               * (a rename or hard link made in the sandbox) */
-    bool whiteout;            /* deleted by a whiteout at this very path (not by an
-                               * opaque or deleted ancestor) */
-    int64_t lower_ctime_ns;   /* ctime of the real entry at scan time; -1 when absent */
-    uid_t new_uid;            /* owner of the upper entry */
+    bool content_changed;   /* files: bytes differ; symlinks: target differs */
+    bool has_origin;        /* the upper entry carries an overlay.origin xattr */
+    bool origin_elsewhere;  /* ... naming a real entry that still exists at another path
+                             * (a rename or hard link made in the sandbox). When the
+                             * origin is empty (an overlay mounted in a user namespace
+                             * cannot encode file handles), see resolve_origins() in
+                             * changes.c for the rule used instead. */
+    bool whiteout;          /* deleted by a whiteout at this very path (not by an
+                             * opaque or deleted ancestor) */
+    int64_t lower_ctime_ns; /* ctime of the real entry at scan time; -1 when absent */
+    uid_t new_uid;          /* owner of the upper entry */
     gid_t new_gid;
     struct timespec new_mtime;
 } pdk_change;

@@ -215,27 +215,31 @@ static void check_change(commit_ctx *ctx, size_t i)
     const pdk_change *c = &ctx->changes.items[i];
 
     if (c->new_kind == PDK_KIND_OTHER) {
-        refuse(ctx, c->path, "special file (fifo, socket or device): paddock commits only files, "
-                             "directories and symlinks");
+        refuse(ctx, c->path,
+               "special file (fifo, socket or device): paddock commits only files, "
+               "directories and symlinks");
         return;
     }
     if (c->new_kind == PDK_KIND_FILE && (c->new_mode & (S_ISUID | S_ISGID))) {
-        refuse(ctx, c->path, "set-user-ID or set-group-ID file (mode %o): clear the bit in the "
-                             "session before committing it",
+        refuse(ctx, c->path,
+               "set-user-ID or set-group-ID file (mode %o): clear the bit in the "
+               "session before committing it",
                (unsigned)(c->new_mode & 07777));
         return;
     }
     if (!req->allow_protected && pdk_commit_path_protected(c->path, req->protected_paths)) {
-        refuse(ctx, c->path, "protected path (read-only in the sandbox); add "
-                             "--include-protected to commit it anyway");
+        refuse(ctx, c->path,
+               "protected path (read-only in the sandbox); add "
+               "--include-protected to commit it anyway");
         return;
     }
     bool deleted_outside = c->status == PDK_CHANGE_ADDED && c->has_origin && !c->origin_elsewhere;
     if (created_ancestor(ctx, i)) {
         /* Its directory is new: there is no real entry to conflict with. */
         if (deleted_outside)
-            refuse(ctx, c->path, "it existed in the workspace when the session first changed "
-                                 "it and was deleted outside the sandbox since");
+            refuse(ctx, c->path,
+                   "it existed in the workspace when the session first changed "
+                   "it and was deleted outside the sandbox since");
         return;
     }
 
@@ -245,38 +249,42 @@ static void check_change(commit_ctx *ctx, size_t i)
         switch (errno) {
         case ELOOP:
         case EXDEV:
-            refuse(ctx, c->path, "a directory on its path in the workspace is a symlink; "
-                                 "paddock never writes through symlinks");
+            refuse(ctx, c->path,
+                   "a directory on its path in the workspace is a symlink; "
+                   "paddock never writes through symlinks");
             break;
         case ENOTDIR:
-            refuse(ctx, c->path, "a component of its path in the workspace is not a directory "
-                                 "(changed outside the sandbox)");
+            refuse(ctx, c->path,
+                   "a component of its path in the workspace is not a directory "
+                   "(changed outside the sandbox)");
             break;
         case ENOENT:
-            refuse(ctx, c->path, "its directory no longer exists in the workspace (deleted "
-                                 "outside the sandbox)");
+            refuse(ctx, c->path,
+                   "its directory no longer exists in the workspace (deleted "
+                   "outside the sandbox)");
             break;
         default:
-            refuse(ctx, c->path, "cannot open its directory in the workspace: %s",
-                   strerror(errno));
+            refuse(ctx, c->path, "cannot open its directory in the workspace: %s", strerror(errno));
             break;
         }
         return;
     }
     struct statx stx;
-    bool exists = statx(parent, leaf, AT_SYMLINK_NOFOLLOW, STATX_TYPE | STATX_CTIME | STATX_BTIME,
-                        &stx) == 0;
+    bool exists =
+        statx(parent, leaf, AT_SYMLINK_NOFOLLOW, STATX_TYPE | STATX_CTIME | STATX_BTIME, &stx) == 0;
     if (!exists && errno != ENOENT) {
         refuse(ctx, c->path, "cannot stat it in the workspace: %s", strerror(errno));
         return;
     }
     if (c->status == PDK_CHANGE_ADDED) {
         if (exists)
-            refuse(ctx, c->path, "created in the workspace after the session began (outside "
-                                 "the sandbox)");
+            refuse(ctx, c->path,
+                   "created in the workspace after the session began (outside "
+                   "the sandbox)");
         else if (deleted_outside)
-            refuse(ctx, c->path, "it existed in the workspace when the session first changed "
-                                 "it and was deleted outside the sandbox since");
+            refuse(ctx, c->path,
+                   "it existed in the workspace when the session first changed "
+                   "it and was deleted outside the sandbox since");
         return;
     }
     if (!exists || pdk_change_kind_of(stx.stx_mode) != c->old_kind) {
@@ -292,11 +300,13 @@ static void check_change(commit_ctx *ctx, size_t i)
      * meantime shows as modified: the birth time tells the two apart where it is known. */
     if ((stx.stx_mask & STATX_BTIME) && statx_ns(&stx.stx_btime) >= req->baseline_ns &&
         !c->has_origin)
-        refuse(ctx, c->path, "created in the workspace after the session began (outside the "
-                             "sandbox)");
+        refuse(ctx, c->path,
+               "created in the workspace after the session began (outside the "
+               "sandbox)");
     else
-        refuse(ctx, c->path, "changed in the workspace after the session began (outside the "
-                             "sandbox)");
+        refuse(ctx, c->path,
+               "changed in the workspace after the session began (outside the "
+               "sandbox)");
 }
 
 static void refusal_message(commit_ctx *ctx)
@@ -323,12 +333,17 @@ static void refusal_message(commit_ctx *ctx)
 static int open_real_parent(commit_ctx *ctx, const char *path, const char **leaf)
 {
     int fd = pdk_open_parent_beneath(ctx->req->lower_dirfd, path, false, leaf);
-    if (fd < 0)
-        return pdk_error_set(ctx->err, errno,
-                             "\"%s\": cannot open its directory in the workspace (it changed "
-                             "during the commit?)",
+    if (fd >= 0)
+        return fd;
+    if (errno == ELOOP || errno == EXDEV)
+        return pdk_error_set(ctx->err, 0,
+                             "\"%s\": a directory on its path in the workspace became a symlink "
+                             "during the commit; paddock never writes through symlinks",
                              path);
-    return fd;
+    return pdk_error_set(ctx->err, errno,
+                         "\"%s\": cannot open its directory in the workspace (it changed during "
+                         "the commit?)",
+                         path);
 }
 
 static void temp_name(commit_ctx *ctx, char *buf, size_t len)
@@ -493,11 +508,10 @@ static int write_symlink(commit_ctx *ctx, const pdk_change *c)
             break;
     }
     if (r < 0)
-        return pdk_error_set(ctx->err, errno, "\"%s\": cannot create a temporary symlink next to it",
-                             c->path);
+        return pdk_error_set(ctx->err, errno,
+                             "\"%s\": cannot create a temporary symlink next to it", c->path);
     struct timespec times[2] = {c->new_mtime, c->new_mtime};
-    if (ctx->as_root &&
-        fchownat(parent, tmp, c->new_uid, c->new_gid, AT_SYMLINK_NOFOLLOW) < 0) {
+    if (ctx->as_root && fchownat(parent, tmp, c->new_uid, c->new_gid, AT_SYMLINK_NOFOLLOW) < 0) {
         int saved = errno;
         unlinkat(parent, tmp, 0);
         return pdk_error_set(ctx->err, saved, "\"%s\": cannot set the owner", c->path);
@@ -858,8 +872,7 @@ static void clean_upper(commit_ctx *ctx)
     }
     for (size_t k = ctx->changes.count; k-- > 0;) {
         const pdk_change *c = &ctx->changes.items[k];
-        if (ctx->applied[k] && !under_opaque(wiped, c->path) &&
-            !pdk_strv_contains(wiped, c->path))
+        if (ctx->applied[k] && !under_opaque(wiped, c->path) && !pdk_strv_contains(wiped, c->path))
             remove_upper_entry(ctx, c, still);
     }
 }
@@ -869,8 +882,8 @@ int pdk_commit_apply(const pdk_commit_request *req, pdk_commit_result *out, pdk_
     memset(out, 0, sizeof(*out));
     out->dry_run = req->dry_run;
     commit_ctx ctx = {.req = req, .res = out, .err = err, .as_root = geteuid() == 0};
-    if (pdk_changes_scan(req->lower_dirfd, req->upper_dirfd, req->placeholders, &ctx.changes,
-                         err) < 0)
+    if (pdk_changes_scan(req->lower_dirfd, req->upper_dirfd, req->placeholders, &ctx.changes, err) <
+        0)
         return pdk_error_prefix(err, "cannot scan the session's changes");
     int ret = -1;
     size_t n = ctx.changes.count;

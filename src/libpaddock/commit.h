@@ -40,17 +40,17 @@
 #include <stdint.h>
 
 typedef struct pdk_commit_request {
-    int lower_dirfd;                   /* the real workspace root */
-    int upper_dirfd;                   /* the session's upper layer */
-    int64_t baseline_ns;               /* real files with ctime >= this changed after the
-                                        * session began */
+    int lower_dirfd;                     /* the real workspace root */
+    int upper_dirfd;                     /* the session's upper layer */
+    int64_t baseline_ns;                 /* real files with ctime >= this changed after the
+                                          * session began */
     const pdk_committed_path *committed; /* paths an earlier commit wrote, with the ctime */
-    size_t committed_count;            /* it left */
-    char *const *placeholders;         /* ignored entries (mount points paddock made) */
-    char *const *protected_paths;      /* workspace-relative; a trailing '/' means a
-                                        * directory and everything beneath */
-    char *const *select;               /* NULL: everything; else paths (a directory selects
-                                        * what is beneath it) */
+    size_t committed_count;              /* it left */
+    char *const *placeholders;           /* ignored entries (mount points paddock made) */
+    char *const *protected_paths;        /* workspace-relative; a trailing '/' means a
+                                          * directory and everything beneath */
+    char *const *select;                 /* NULL: everything; else paths (a directory selects
+                                          * what is beneath it) */
     bool allow_protected;
     bool dry_run;
 } pdk_commit_request;
@@ -58,9 +58,9 @@ typedef struct pdk_commit_request {
 typedef struct pdk_commit_entry {
     char *path;
     pdk_change_status status;
-    pdk_change_kind kind;  /* the new kind; the old one for deletions */
-    int64_t ctime_ns;      /* ctime left on the real entry; -1 when it no longer exists
-                            * (deletions) and in a dry run */
+    pdk_change_kind kind; /* the new kind; the old one for deletions */
+    int64_t ctime_ns;     /* ctime left on the real entry; -1 when it no longer exists
+                           * (deletions) and in a dry run */
 } pdk_commit_entry;
 
 typedef struct pdk_commit_refusal {

@@ -21,7 +21,7 @@ typedef enum section_type {
 typedef struct section {
     section_type type;
     unsigned old_mode, new_mode;
-    bool content;   /* the bytes differ */
+    bool content; /* the bytes differ */
     bool binary;
     bool too_large;
     int64_t old_bytes, new_bytes;
@@ -149,8 +149,8 @@ static int compute(const pdk_change_list *changes, int lower_dirfd, int upper_di
                    const pdk_diffrender_options *opts, bool want_hunks, file_diff **out,
                    size_t *count, pdk_error *err)
 {
-    unsigned context = (opts && opts->context >= 0) ? (unsigned)opts->context
-                                                     : PDK_TEXTDIFF_DEFAULT_CONTEXT;
+    unsigned context =
+        (opts && opts->context >= 0) ? (unsigned)opts->context : PDK_TEXTDIFF_DEFAULT_CONTEXT;
     char *const *paths = opts ? opts->paths : NULL;
     file_diff *diffs = xcalloc(changes->count + 1, sizeof(file_diff));
     size_t n = 0;
@@ -184,8 +184,8 @@ static int compute(const pdk_change_list *changes, int lower_dirfd, int upper_di
         }
         for (size_t k = 0; k < fd->nsections; k++) {
             section *s = &fd->sections[k];
-            if (s->content && fill_section(s, c, lower_dirfd, upper_dirfd, context, want_hunks,
-                                           err) < 0) {
+            if (s->content &&
+                fill_section(s, c, lower_dirfd, upper_dirfd, context, want_hunks, err) < 0) {
                 free_diffs(diffs, n);
                 return -1;
             }
@@ -219,15 +219,33 @@ void pdk_diffrender_quote_path(pdk_buf *out, const char *prefix, const char *pat
     pdk_buf_puts(out, prefix);
     for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
         switch (*p) {
-        case '\a': pdk_buf_puts(out, "\\a"); break;
-        case '\b': pdk_buf_puts(out, "\\b"); break;
-        case '\t': pdk_buf_puts(out, "\\t"); break;
-        case '\n': pdk_buf_puts(out, "\\n"); break;
-        case '\v': pdk_buf_puts(out, "\\v"); break;
-        case '\f': pdk_buf_puts(out, "\\f"); break;
-        case '\r': pdk_buf_puts(out, "\\r"); break;
-        case '"': pdk_buf_puts(out, "\\\""); break;
-        case '\\': pdk_buf_puts(out, "\\\\"); break;
+        case '\a':
+            pdk_buf_puts(out, "\\a");
+            break;
+        case '\b':
+            pdk_buf_puts(out, "\\b");
+            break;
+        case '\t':
+            pdk_buf_puts(out, "\\t");
+            break;
+        case '\n':
+            pdk_buf_puts(out, "\\n");
+            break;
+        case '\v':
+            pdk_buf_puts(out, "\\v");
+            break;
+        case '\f':
+            pdk_buf_puts(out, "\\f");
+            break;
+        case '\r':
+            pdk_buf_puts(out, "\\r");
+            break;
+        case '"':
+            pdk_buf_puts(out, "\\\"");
+            break;
+        case '\\':
+            pdk_buf_puts(out, "\\\\");
+            break;
         default:
             if (*p < 0x20 || *p >= 0x7f)
                 pdk_buf_printf(out, "\\%03o", *p);
@@ -239,8 +257,7 @@ void pdk_diffrender_quote_path(pdk_buf *out, const char *prefix, const char *pat
 }
 
 /* "--- a/P" or "+++ b/P"; git ends the line with a tab when the name holds a space. */
-static void put_file_line(pdk_buf *out, const char *marker, const char *prefix,
-                          const char *path)
+static void put_file_line(pdk_buf *out, const char *marker, const char *prefix, const char *path)
 {
     pdk_buf_puts(out, marker);
     if (!path) {
@@ -339,9 +356,8 @@ static size_t scale_linear(size_t it, size_t width, size_t max_change)
 static bool dir_only(const file_diff *d)
 {
     const pdk_change *c = d->change;
-    return d->nsections == 0 &&
-           (c->new_kind == PDK_KIND_DIR ||
-            (c->status == PDK_CHANGE_DELETED && c->old_kind == PDK_KIND_DIR));
+    return d->nsections == 0 && (c->new_kind == PDK_KIND_DIR ||
+                                 (c->status == PDK_CHANGE_DELETED && c->old_kind == PDK_KIND_DIR));
 }
 
 static void put_repeat(pdk_buf *out, char ch, size_t n)
@@ -471,8 +487,7 @@ int pdk_diffrender_stat(const pdk_change_list *changes, int lower_dirfd, int upp
         pdk_buf_printf(out, total_ins == 1 ? ", %zu insertion(+)" : ", %zu insertions(+)",
                        total_ins);
     if (total_del || total_ins == 0)
-        pdk_buf_printf(out, total_del == 1 ? ", %zu deletion(-)" : ", %zu deletions(-)",
-                       total_del);
+        pdk_buf_printf(out, total_del == 1 ? ", %zu deletion(-)" : ", %zu deletions(-)", total_del);
     pdk_buf_puts(out, "\n");
 
     for (size_t i = 0; i < n; i++)

@@ -27,9 +27,9 @@
 #include <jansson.h>
 
 typedef struct pdk_diffrender_options {
-    int context;          /* lines of context; < 0 means PDK_TEXTDIFF_DEFAULT_CONTEXT */
-    char *const *paths;   /* NULL: every change; else workspace-relative paths (a directory
-                           * selects everything beneath it) */
+    int context;        /* lines of context; < 0 means PDK_TEXTDIFF_DEFAULT_CONTEXT */
+    char *const *paths; /* NULL: every change; else workspace-relative paths (a directory
+                         * selects everything beneath it) */
 } pdk_diffrender_options;
 
 /* Append the patch to out (nothing when there is no change to show). */

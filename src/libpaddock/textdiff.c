@@ -282,8 +282,8 @@ static void put_range(pdk_buf *out, size_t start, size_t count)
         pdk_buf_printf(out, "%zu,%zu", start + 1, count);
 }
 
-void pdk_textdiff_unified(const char *a, size_t alen, const char *b, size_t blen,
-                          unsigned context, pdk_buf *out, pdk_textdiff_stats *stats)
+void pdk_textdiff_unified(const char *a, size_t alen, const char *b, size_t blen, unsigned context,
+                          pdk_buf *out, pdk_textdiff_stats *stats)
 {
     pdk_textdiff_stats local = {0};
     if (!stats)

@@ -30,7 +30,7 @@ bool pdk_textdiff_is_binary(const char *data, size_t len);
 /* Diff a against b and append the unified hunks ("@@ -l,n +l,n @@" and the lines) to out,
  * with context lines of context around each change; out may be NULL to count only. Nothing
  * is appended when the buffers are equal. stats (may be NULL) receives the counts. */
-void pdk_textdiff_unified(const char *a, size_t alen, const char *b, size_t blen,
-                          unsigned context, pdk_buf *out, pdk_textdiff_stats *stats);
+void pdk_textdiff_unified(const char *a, size_t alen, const char *b, size_t blen, unsigned context,
+                          pdk_buf *out, pdk_textdiff_stats *stats);
 
 #endif

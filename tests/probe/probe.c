@@ -230,7 +230,8 @@ static int ptrace_report(pid_t pid)
 }
 
 /* Open a pty pair and issue cmd (optionally with junk in the high 32 bits, which the
- * kernel ignores but a naive seccomp filter comparing 64 bits does not) on the slave. */
+ * kernel ignores but a naive seccomp filter comparing 64 bits does not) on the slave, as
+ * a process whose controlling terminal the slave is. */
 static int tty_ioctl_report(unsigned long cmd, int argc, char **argv)
 {
     bool high = false;
@@ -266,14 +267,54 @@ static int tty_ioctl_report(unsigned long cmd, int argc, char **argv)
         close(master);
         return r;
     }
-    /* TIOCSTI pushes this byte; for TIOCLINUX it is subcode 0 (invalid, harmless). */
-    char c = 0;
-    long ret = syscall(SYS_ioctl, slave, cmd, &c);
-    int err = errno;
+    /* The ioctl is issued by a child for which the slave is the controlling terminal:
+     * the kernel lets a process without capabilities TIOCSTI into its own controlling
+     * tty (unless dev.tty.legacy_tiocsti=0), so only a seccomp filter makes that EPERM.
+     * On any other tty it is EPERM without CAP_SYS_ADMIN anyway, filter or not. */
+    int result[2] = {0, 0}; /* {ioctl's errno or 0, TIOCSCTTY's errno or 0} */
+    int pipe_fds[2];
+    if (pipe2(pipe_fds, O_CLOEXEC) < 0) {
+        int r = report_step("pipe2");
+        close(slave);
+        close(master);
+        return r;
+    }
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int child[2] = {0, 0};
+        if (setsid() < 0 || ioctl(slave, TIOCSCTTY, 0) < 0)
+            child[1] = errno;
+        /* TIOCSTI pushes this byte; for TIOCLINUX it is subcode 0 (invalid, harmless). */
+        char c = 0;
+        if (syscall(SYS_ioctl, slave, cmd, &c) < 0)
+            child[0] = errno;
+        ssize_t n = write(pipe_fds[1], child, sizeof(child));
+        _exit(n == (ssize_t)sizeof(child) ? 0 : 1);
+    }
+    int fork_errno = errno;
+    close(pipe_fds[1]);
     close(slave);
     close(master);
-    errno = err;
-    return report(ret);
+    if (pid < 0) {
+        close(pipe_fds[0]);
+        errno = fork_errno;
+        return report_step("fork");
+    }
+    ssize_t n = read(pipe_fds[0], result, sizeof(result));
+    close(pipe_fds[0]);
+    waitpid(pid, NULL, 0);
+    if (n != (ssize_t)sizeof(result)) {
+        errno = EIO;
+        return report_step("the child issuing the ioctl");
+    }
+    if (result[1] != 0)
+        fprintf(stderr,
+                "paddock-probe: cannot make the pty the controlling tty (%s): the "
+                "result says little\n",
+                strerror(result[1]));
+    errno = result[0];
+    return report(result[0] ? -1 : 0);
 }
 
 static int check_ptrace_parent(int argc, char **argv)

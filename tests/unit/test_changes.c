@@ -90,8 +90,7 @@ static void set_opaque(const char *dir, const char *rel)
 }
 
 /* Give upper/rel the origin xattr overlayfs writes on copy-up of lower/lower_rel. */
-static void set_origin(const char *upper, const char *rel, const char *lower,
-                       const char *lower_rel)
+static void set_origin(const char *upper, const char *rel, const char *lower, const char *lower_rel)
 {
     _cleanup_free_ char *lp = at(lower, lower_rel);
     _cleanup_free_ char *up = at(upper, rel);
@@ -298,7 +297,7 @@ static void t_scan_basic(void **state)
     put(w->upper, "mod.txt", "two\n", 0644);
     whiteout(w->upper, "del.txt");
     put(w->upper, "same.txt", "same\n", 0644); /* copied up, not modified */
-    mkd(w->upper, "dir", 0755);                  /* copied up because of a child */
+    mkd(w->upper, "dir", 0755);                /* copied up because of a child */
     put(w->upper, "dir/keep", "keep\n", 0644);
     put(w->upper, "dir/chg", "b\n", 0644);
     put(w->upper, "dir/new", "new\n", 0600);
@@ -404,9 +403,9 @@ static void t_scan_type_changes_and_opaque(void **state)
     put(w->upper, "d2f", "now a file\n", 0644);
     mkd(w->upper, "op", 0755);
     set_opaque(w->upper, "op");
-    put(w->upper, "op/y", "y\n", 0644);   /* same as the hidden lower: no change */
+    put(w->upper, "op/y", "y\n", 0644); /* same as the hidden lower: no change */
     put(w->upper, "op/new", "n\n", 0644);
-    mkd(w->upper, "op/sub", 0755);        /* recreated: nothing of the lower shows */
+    mkd(w->upper, "op/sub", 0755); /* recreated: nothing of the lower shows */
     whiteout(w->upper, "gone");
 
     pdk_change_list l;
@@ -509,6 +508,49 @@ static void t_scan_origin(void **state)
     const pdk_change *k = get(&l, "kept");
     assert_int_equal(k->status, PDK_CHANGE_MODIFIED);
     assert_true(k->has_origin);
+    pdk_change_list_free(&l);
+    ws_free(w);
+}
+
+/* The overlay of a user namespace writes empty origins: renames and links are then
+ * recognised by what else the session did. */
+static void t_scan_empty_origin(void **state)
+{
+    if (!need_root())
+        skip();
+    ws *w = ws_new();
+    put(w->lower, "a", "content\n", 0644);
+    put(w->lower, "h", "linked\n", 0644);
+    mkd(w->lower, "dir", 0755);
+    put(w->lower, "dir/f", "f\n", 0644);
+    whiteout(w->upper, "a");
+    put(w->upper, "b", "content, edited\n", 0644); /* mv a b; edit b */
+    _cleanup_free_ char *bp = at(w->upper, "b");
+    assert_int_equal(lsetxattr(bp, "user.overlay.origin", "", 0, 0), 0);
+    put(w->upper, "h", "linked\n", 0644); /* ln h h2 */
+    _cleanup_free_ char *hp = at(w->upper, "h");
+    _cleanup_free_ char *h2p = at(w->upper, "h2");
+    assert_int_equal(lsetxattr(hp, "user.overlay.origin", "", 0, 0), 0);
+    assert_int_equal(link(hp, h2p), 0);
+    /* A copied-up directory whose real one is gone: deleted outside. */
+    mkd(w->upper, "gone", 0755);
+    _cleanup_free_ char *gp = at(w->upper, "gone");
+    assert_int_equal(lsetxattr(gp, "user.overlay.origin", "", 0, 0), 0);
+
+    pdk_change_list l;
+    scan(w, NULL, &l);
+    assert_true(get(&l, "b")->has_origin);
+    assert_true(get(&l, "b")->origin_elsewhere);
+    assert_true(get(&l, "h2")->origin_elsewhere);
+    assert_true(get(&l, "gone")->has_origin);
+    assert_false(get(&l, "gone")->origin_elsewhere);
+    pdk_change_list_free(&l);
+
+    /* Without the whiteout of a, nothing explains b's origin: deleted outside. */
+    _cleanup_free_ char *ap = at(w->upper, "a");
+    assert_int_equal(unlink(ap), 0);
+    scan(w, NULL, &l);
+    assert_false(get(&l, "b")->origin_elsewhere);
     pdk_change_list_free(&l);
     ws_free(w);
 }
@@ -621,43 +663,42 @@ static void t_render_patch_text(void **state)
     o_mkdir(w, "newdir", 0755);
 
     _cleanup_free_ char *p = render_patch(w, NULL);
-    const char *want =
-        "diff --git a/del.txt b/del.txt\n"
-        "deleted file mode 100644\n"
-        "--- a/del.txt\n"
-        "+++ /dev/null\n"
-        "@@ -1 +0,0 @@\n"
-        "-gone\n"
-        "diff --git a/empty b/empty\n"
-        "new file mode 100644\n"
-        "diff --git a/empty-del b/empty-del\n"
-        "deleted file mode 100644\n"
-        "diff --git a/link b/link\n"
-        "--- a/link\n"
-        "+++ b/link\n"
-        "@@ -1 +1 @@\n"
-        "-old\n"
-        "\\ No newline at end of file\n"
-        "+new\n"
-        "\\ No newline at end of file\n"
-        "diff --git a/mod.txt b/mod.txt\n"
-        "--- a/mod.txt\n"
-        "+++ b/mod.txt\n"
-        "@@ -1,3 +1,3 @@\n"
-        " a\n"
-        "-b\n"
-        "+B\n"
-        " c\n"
-        "diff --git a/new.txt b/new.txt\n"
-        "new file mode 100644\n"
-        "--- /dev/null\n"
-        "+++ b/new.txt\n"
-        "@@ -0,0 +1 @@\n"
-        "+hello\n"
-        "\\ No newline at end of file\n"
-        "diff --git a/run.sh b/run.sh\n"
-        "old mode 100644\n"
-        "new mode 100755\n";
+    const char *want = "diff --git a/del.txt b/del.txt\n"
+                       "deleted file mode 100644\n"
+                       "--- a/del.txt\n"
+                       "+++ /dev/null\n"
+                       "@@ -1 +0,0 @@\n"
+                       "-gone\n"
+                       "diff --git a/empty b/empty\n"
+                       "new file mode 100644\n"
+                       "diff --git a/empty-del b/empty-del\n"
+                       "deleted file mode 100644\n"
+                       "diff --git a/link b/link\n"
+                       "--- a/link\n"
+                       "+++ b/link\n"
+                       "@@ -1 +1 @@\n"
+                       "-old\n"
+                       "\\ No newline at end of file\n"
+                       "+new\n"
+                       "\\ No newline at end of file\n"
+                       "diff --git a/mod.txt b/mod.txt\n"
+                       "--- a/mod.txt\n"
+                       "+++ b/mod.txt\n"
+                       "@@ -1,3 +1,3 @@\n"
+                       " a\n"
+                       "-b\n"
+                       "+B\n"
+                       " c\n"
+                       "diff --git a/new.txt b/new.txt\n"
+                       "new file mode 100644\n"
+                       "--- /dev/null\n"
+                       "+++ b/new.txt\n"
+                       "@@ -0,0 +1 @@\n"
+                       "+hello\n"
+                       "\\ No newline at end of file\n"
+                       "diff --git a/run.sh b/run.sh\n"
+                       "old mode 100644\n"
+                       "new mode 100755\n";
     assert_string_equal(p, want);
 
     /* A path filter. */
@@ -849,8 +890,7 @@ static void t_git_apply_roundtrip(void **state)
     put(w->lower, "fresh/kept", "same\n", 0644);
     ws_snapshot(w);
 
-    o_put(w, "README", "line 1\nline two\nline 3\nline 4\nline 5\nline 6\nline 7\nline 8\n",
-          0644);
+    o_put(w, "README", "line 1\nline two\nline 3\nline 4\nline 5\nline 6\nline 7\nline 8\n", 0644);
     o_put(w, "noeol", "first\nlast\n", 0644);
     o_put(w, "script.sh", "#!/bin/sh\necho hello\n", 0755);
     o_chmod(w, "tool", 0644);
@@ -882,9 +922,9 @@ static void t_git_apply_roundtrip(void **state)
     _cleanup_free_ char *patch_path = at(w->root, "session.patch");
     put(w->root, "session.patch", patch, 0644);
     _cleanup_free_ char *copy = at(w->root, "applied");
-    _cleanup_free_ char *cmd = xasprintf(
-        "cp -a '%s' '%s' && cd '%s' && GIT_CEILING_DIRECTORIES=/tmp git apply '%s'", w->lower,
-        copy, copy, patch_path);
+    _cleanup_free_ char *cmd =
+        xasprintf("cp -a '%s' '%s' && cd '%s' && GIT_CEILING_DIRECTORIES=/tmp git apply '%s'",
+                  w->lower, copy, copy, patch_path);
     if (run(cmd) != 0)
         fail_msg("git apply failed on:\n%s", patch);
 
@@ -894,8 +934,9 @@ static void t_git_apply_roundtrip(void **state)
     list_tree(copy, "", &got, true);
     list_tree(w->expect, "", &want, true);
     if (strcmp(got.data, want.data) != 0)
-        fail_msg("git apply did not reproduce the merged view\n--- got\n%s--- want\n%s--- patch\n%s",
-                 got.data, want.data, patch);
+        fail_msg(
+            "git apply did not reproduce the merged view\n--- got\n%s--- want\n%s--- patch\n%s",
+            got.data, want.data, patch);
     pdk_buf_free(&got);
     pdk_buf_free(&want);
     ws_free(w);
@@ -932,13 +973,13 @@ static void t_stat_like_git(void **state)
     _cleanup_free_ char *ours = render_stat(w);
     _cleanup_free_ char *repo = at(w->root, "repo");
     _cleanup_free_ char *out = at(w->root, "git-stat");
-    _cleanup_free_ char *cmd = xasprintf(
-        "set -e; export GIT_CEILING_DIRECTORIES=/tmp HOME='%s' GIT_CONFIG_NOSYSTEM=1; "
-        "cp -a '%s' '%s'; cd '%s'; git init -q .; git add -A; "
-        "git -c user.name=t -c user.email=t@t commit -qm base; "
-        "find . -mindepth 1 -maxdepth 1 ! -name .git -exec rm -rf {} +; "
-        "cp -a '%s'/. .; git add -A; git diff --cached --no-renames --stat=80 > '%s'",
-        w->root, w->lower, repo, repo, w->expect, out);
+    _cleanup_free_ char *cmd =
+        xasprintf("set -e; export GIT_CEILING_DIRECTORIES=/tmp HOME='%s' GIT_CONFIG_NOSYSTEM=1; "
+                  "cp -a '%s' '%s'; cd '%s'; git init -q .; git add -A; "
+                  "git -c user.name=t -c user.email=t@t commit -qm base; "
+                  "find . -mindepth 1 -maxdepth 1 ! -name .git -exec rm -rf {} +; "
+                  "cp -a '%s'/. .; git add -A; git diff --cached --no-renames --stat=80 > '%s'",
+                  w->root, w->lower, repo, repo, w->expect, out);
     assert_int_equal(run(cmd), 0);
     char *theirs = NULL;
     assert_int_equal(pdk_read_file_at(AT_FDCWD, out, &theirs, NULL, 0), 0);
@@ -964,6 +1005,7 @@ int main(void)
         cmocka_unit_test_teardown(t_scan_type_changes_and_opaque, teardown),
         cmocka_unit_test_teardown(t_scan_other_placeholders_and_order, teardown),
         cmocka_unit_test_teardown(t_scan_origin, teardown),
+        cmocka_unit_test_teardown(t_scan_empty_origin, teardown),
         cmocka_unit_test_teardown(t_scan_symlinks_not_followed, teardown),
         cmocka_unit_test_teardown(t_open_regular_only, teardown),
         cmocka_unit_test_teardown(t_path_selection, teardown),

@@ -178,8 +178,7 @@ static char *apply_hunks(const char *a, const char *diff)
             for (; ok && pos < start; pos++)
                 pdk_buf_puts(&out, old.v[pos]);
         } else if (p[0] == ' ' || p[0] == '-') {
-            if (pos >= old.n || strlen(old.v[pos]) != body ||
-                memcmp(old.v[pos], p + 1, body) != 0)
+            if (pos >= old.n || strlen(old.v[pos]) != body || memcmp(old.v[pos], p + 1, body) != 0)
                 ok = false;
             else if (p[0] == ' ')
                 pdk_buf_append(&out, p + 1, body);
