@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,12 +33,30 @@ typedef struct run_state {
     pdk_sandbox_config cfg;
 } run_state;
 
+/* The homes whose credential locations are hidden: $HOME, and the passwd entry's home
+ * when $HOME points elsewhere (the real one is still on the read-only root). */
+static char **homes_of(const run_state *st)
+{
+    char **homes = NULL;
+    pdk_strv_push(&homes, st->home);
+    struct passwd *pw = getpwuid(getuid());
+    if (pw && pw->pw_dir && pw->pw_dir[0] == '/') {
+        _cleanup_free_ char *real = pdk_path_normalize(pw->pw_dir);
+        if (real && !pdk_strv_contains(homes, real))
+            pdk_strv_push(&homes, real);
+    }
+    return homes;
+}
+
 static bool is_credential_location(const run_state *st, const char *path)
 {
-    for (size_t i = 0; pdk_builtin_hidden_home[i]; i++) {
-        _cleanup_free_ char *hidden = pdk_path_join(st->home, pdk_builtin_hidden_home[i]);
-        if (pdk_path_is_within(path, hidden))
-            return true;
+    _cleanup_strv_ char **homes = homes_of(st);
+    for (size_t h = 0; homes[h]; h++) {
+        for (size_t i = 0; pdk_builtin_hidden_home[i]; i++) {
+            _cleanup_free_ char *hidden = pdk_path_join(homes[h], pdk_builtin_hidden_home[i]);
+            if (pdk_path_is_within(path, hidden))
+                return true;
+        }
     }
     for (size_t i = 0; st->policy->read_deny && st->policy->read_deny[i]; i++)
         if (pdk_path_is_within(path, st->policy->read_deny[i]))
@@ -179,9 +198,12 @@ static int build_config(run_state *st, pdk_error *err)
 
     /* Hidden: the credential list, read_deny, the state dir (also where they really are,
      * when they are symlinks). */
-    for (size_t i = 0; pdk_builtin_hidden_home[i]; i++) {
-        _cleanup_free_ char *p = pdk_path_join(st->home, pdk_builtin_hidden_home[i]);
-        add_hidden(&cfg->hide_paths, p);
+    _cleanup_strv_ char **homes = homes_of(st);
+    for (size_t h = 0; homes[h]; h++) {
+        for (size_t i = 0; pdk_builtin_hidden_home[i]; i++) {
+            _cleanup_free_ char *p = pdk_path_join(homes[h], pdk_builtin_hidden_home[i]);
+            add_hidden(&cfg->hide_paths, p);
+        }
     }
     for (size_t i = 0; pol->read_deny && pol->read_deny[i]; i++)
         add_hidden(&cfg->hide_paths, pol->read_deny[i]);
