@@ -279,7 +279,6 @@ int pdk_cgroup_create(const char *name, const pdk_cgroup_limits *limits, bool al
         r = setup_v2(cg, v2, name, limits, err);
     } else {
         _cleanup_free_ char *mem = v1_base("memory");
-        _cleanup_free_ char *pids = v1_base("pids");
         if (limits->memory_bytes > 0 && !mem) {
             free(cg);
             if (allow_missing) {
