@@ -231,6 +231,19 @@ trap _cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
+# The probe runs inside sandboxes, where the host's /tmp, /run and $HOME are not visible: a
+# build tree there (a clone under /tmp, say) gets its probe copied to a private directory
+# under /var/tmp, which the sandbox sees read-only. Removed by the EXIT trap.
+case "$PROBE" in
+/tmp/* | /run/* | /var/run/* | "$HOME"/*)
+    _probe_dir=$(mktemp -d /var/tmp/paddock-probe.XXXXXX) || { echo "Bail out! mktemp"; exit 1; }
+    _cleanup_paths+=("$_probe_dir")
+    cp "$PROBE" "$_probe_dir/paddock-probe" && chmod 0755 "$_probe_dir" "$_probe_dir/paddock-probe" ||
+        { echo "Bail out! cannot copy the probe to $_probe_dir"; exit 1; }
+    PROBE=$_probe_dir/paddock-probe
+    ;;
+esac
+
 # ---- processes ---------------------------------------------------------------------------
 
 # _scan_pids MODE WORD ENVWORD ANCESTOR [PROBE_ONLY]: pids of the processes with an argument
