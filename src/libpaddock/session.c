@@ -138,33 +138,25 @@ int pdk_session_save(const pdk_session *s, bool durable, pdk_error *err)
     return 0;
 }
 
-static int session_load(pdk_session *s, pdk_error *err)
+/* Fill s from the text of its session.json. */
+static int session_parse(pdk_session *s, const char *text, size_t len, pdk_error *err)
 {
-    _cleanup_free_ char *text = NULL;
-    size_t len = 0;
-    if (pdk_read_file_at(s->dir_fd, SESSION_FILE, &text, &len, 16u << 20) < 0) {
-        if (errno == ENOENT)
-            return pdk_error_set(err, 0,
-                                 "session %s is incomplete (%s/%s is missing; a run was "
-                                 "interrupted while it started): remove it with 'paddock "
-                                 "discard %s'",
-                                 s->id, s->dir, SESSION_FILE, s->id);
-        return pdk_error_set(err, errno, "session %s: cannot read %s", s->id, SESSION_FILE);
-    }
     json_error_t jerr;
-    json_t *root = json_loadb(text, len, 0, &jerr);
+    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!root || !json_is_object(root)) {
         json_decref(root);
         return pdk_error_set(err, 0,
                              "session %s: %s/%s is corrupt (line %d: %s): discard the session",
-                             s->id, s->dir, SESSION_FILE, jerr.line, jerr.text);
+                             s->id, s->dir ? s->dir : "?", SESSION_FILE, jerr.line, jerr.text);
     }
     const char *ws = json_string_value(json_object_get(root, "workspace"));
     const char *mode = json_string_value(json_object_get(root, "mode"));
-    if (!ws || ws[0] != '/' || !mode) {
+    if (!ws || ws[0] != '/' || !mode ||
+        (strcmp(mode, "direct") != 0 && strcmp(mode, "overlay") != 0)) {
         json_decref(root);
-        return pdk_error_set(err, 0, "session %s: %s lacks workspace or mode", s->id,
-                             SESSION_FILE);
+        return pdk_error_set(err, 0,
+                             "session %s: %s lacks a workspace or a mode: discard the session",
+                             s->id, SESSION_FILE);
     }
     s->workspace = xstrdup(ws);
     s->mode = strcmp(mode, "direct") == 0 ? PDK_WORKSPACE_DIRECT : PDK_WORKSPACE_OVERLAY;
@@ -176,6 +168,8 @@ static int session_load(pdk_session *s, pdk_error *err)
     json_t *le = json_object_get(root, "last_exit");
     s->last_exit = le ? (int)json_integer_value(le) : -1;
     s->owner_uid = (uid_t)json_integer_value(json_object_get(root, "owner_uid"));
+    pdk_strv_free(s->placeholders);
+    pdk_strv_free(s->protected_paths);
     s->placeholders = json_to_strv(json_object_get(root, "placeholders"));
     s->protected_paths = json_to_strv(json_object_get(root, "protected"));
     json_t *committed = json_object_get(root, "committed");
@@ -189,6 +183,34 @@ static int session_load(pdk_session *s, pdk_error *err)
                                        json_integer_value(json_object_get(c, "ctime_ns")));
     }
     json_decref(root);
+    return 0;
+}
+
+static int session_load(pdk_session *s, pdk_error *err)
+{
+    _cleanup_free_ char *text = NULL;
+    size_t len = 0;
+    if (pdk_read_file_at(s->dir_fd, SESSION_FILE, &text, &len, 16u << 20) < 0) {
+        if (errno == ENOENT)
+            return pdk_error_set(err, 0,
+                                 "session %s is incomplete (%s/%s is missing; a run was "
+                                 "interrupted while it started): remove it with 'paddock "
+                                 "discard %s'",
+                                 s->id, s->dir, SESSION_FILE, s->id);
+        return pdk_error_set(err, errno, "session %s: cannot read %s", s->id, SESSION_FILE);
+    }
+    return session_parse(s, text, len, err);
+}
+
+int pdk_session_parse_metadata(const char *id, const char *text, size_t len,
+                               pdk_session **out, pdk_error *err)
+{
+    pdk_session *s = session_new("/nonexistent", id);
+    if (session_parse(s, text, len, err) < 0) {
+        pdk_session_free(s);
+        return -1;
+    }
+    *out = s;
     return 0;
 }
 

@@ -80,6 +80,11 @@ void pdk_session_list_free(pdk_session **list, size_t count);
 /* Record that path was committed leaving ctime_ns on the real file. */
 void pdk_session_note_committed(pdk_session *session, const char *path, int64_t ctime_ns);
 
+/* Parse the text of a session.json into a session that has no directory (for tests and
+ * the fuzz target; pdk_session_open reads the file and does the same). */
+int pdk_session_parse_metadata(const char *id, const char *text, size_t len,
+                               pdk_session **out, pdk_error *err);
+
 void pdk_session_free(pdk_session *session);
 
 #endif

@@ -1,30 +1,38 @@
 #!/usr/bin/env bash
 # The committed fuzz corpora replay without a crash in the normal build: every input of
-# fuzz/corpus/policy goes through fuzz-policy-replay (LLVMFuzzerTestOneInput without
-# libFuzzer). Under `make test-asan` this is the corpus under ASan+UBSan. TAP output.
+# fuzz/corpus/NAME goes through fuzz-NAME-replay (LLVMFuzzerTestOneInput without
+# libFuzzer), for every target. Under `make test-asan` this is the corpus under ASan+UBSan.
+# TAP output.
 set -u
 top=${PADDOCK_TOP:-$(cd "$(dirname "$0")/../.." && pwd)}
 build=${PADDOCK_BUILD:-$top/build}
-
-echo "1..1"
-replay="$build/fuzz/fuzz-policy-replay"
-corpus="$top/fuzz/corpus/policy"
-if [ ! -x "$replay" ]; then
-    echo "not ok 1 - policy corpus replays cleanly # $replay is missing (build first)"
-    exit 1
-fi
-if [ -z "$(ls -A "$corpus" 2>/dev/null)" ]; then
-    echo "not ok 1 - policy corpus replays cleanly # no inputs in $corpus"
-    exit 1
-fi
 log=$(mktemp "${TMPDIR:-/tmp}/paddock-replay.XXXXXX")
 trap 'rm -f "$log"' EXIT
-if "$replay" "$corpus" >"$log" 2>&1; then
-    echo "ok 1 - policy corpus replays cleanly"
-else
-    rc=$?
-    echo "not ok 1 - policy corpus replays cleanly"
-    echo "# $replay $corpus exited $rc:"
-    tail -n 30 "$log" | sed 's/^/#   /'
-    exit 1
-fi
+
+n=0 failed=0
+for corpus in "$top"/fuzz/corpus/*/; do
+    name=$(basename "$corpus")
+    n=$((n + 1))
+    replay="$build/fuzz/fuzz-$name-replay"
+    if [ ! -x "$replay" ]; then
+        echo "not ok $n - $name corpus replays cleanly # $replay is missing (build first)"
+        failed=1
+        continue
+    fi
+    if [ -z "$(ls -A "$corpus" 2>/dev/null)" ]; then
+        echo "not ok $n - $name corpus replays cleanly # no inputs in $corpus"
+        failed=1
+        continue
+    fi
+    if "$replay" "$corpus" >"$log" 2>&1; then
+        echo "ok $n - $name corpus replays cleanly"
+    else
+        rc=$?
+        echo "not ok $n - $name corpus replays cleanly"
+        echo "# $replay $corpus exited $rc:"
+        tail -n 30 "$log" | sed 's/^/#   /'
+        failed=1
+    fi
+done
+echo "1..$n"
+exit $failed
