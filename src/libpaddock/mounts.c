@@ -328,6 +328,10 @@ static int setup_workspace(builder *b, pdk_mount_sources *src)
         sys_fsconfig(fs, FSCONFIG_SET_STRING, "upperdir", SCRATCH "/layers/upper", 0) < 0 ||
         sys_fsconfig(fs, FSCONFIG_SET_STRING, "workdir", SCRATCH "/layers/work", 0) < 0 ||
         sys_fsconfig(fs, FSCONFIG_SET_FLAG, "userxattr", NULL, 0) < 0 ||
+        /* No syncfs of the whole upper filesystem at every unmount (and no-op fsyncs
+         * inside): the session layer is a draft; run.c makes a kept layer durable with
+         * one syncfs, and clears overlayfs's volatile marker once the overlay is gone. */
+        sys_fsconfig(fs, FSCONFIG_SET_FLAG, "volatile", NULL, 0) < 0 ||
         sys_fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0) {
         int e = errno;
         char log[512] = "";

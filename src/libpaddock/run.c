@@ -351,6 +351,15 @@ int pdk_run(const pdk_run_options *opt, pdk_run_report *report, pdk_error *err)
     if (r == 0) {
         if (check_session_workspace(&st, err) < 0)
             goto out;
+        bool across_reboot = false;
+        if (pdk_session_recover_layer(st.session, &across_reboot, err) < 0)
+            goto out;
+        if (across_reboot)
+            pdk_warn("session %s was in use when the system went down: files written just "
+                     "before may be missing from its layer (check with paddock diff %s)",
+                     st.session->id, st.session->id);
+        free(st.session->boot_id);
+        st.session->boot_id = pdk_session_current_boot_id();
     } else {
         if (pdk_session_create(st.state_dir, opt->session_name, st.workspace,
                                opt->workspace_mode, &st.session, err) < 0)
@@ -394,8 +403,13 @@ int pdk_run(const pdk_run_options *opt, pdk_run_report *report, pdk_error *err)
         saved = pdk_session_remove(s, err);
         report->session_removed = saved == 0;
     } else {
-        if (opt->workspace_mode == PDK_WORKSPACE_OVERLAY)
+        if (opt->workspace_mode == PDK_WORKSPACE_OVERLAY) {
             remove_placeholders(&st);
+            /* The overlay is volatile: make the kept layer durable here, once. */
+            _cleanup_close_ int dfd = openat(s->dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+            if (dfd < 0 || syncfs(dfd) < 0)
+                pdk_warn("session %s: syncfs: %s", s->id, strerror(errno));
+        }
         saved = pdk_session_save(s, true, err);
         report->session_kept = saved == 0;
     }
@@ -403,6 +417,9 @@ int pdk_run(const pdk_run_options *opt, pdk_run_report *report, pdk_error *err)
     pdk_sandbox_result_free(&result);
     pdk_trace("init reaped");
     if (saved < 0)
+        goto out;
+    /* The overlay is gone with the sandbox: its volatile marker may go too. */
+    if (report->session_kept && pdk_session_clear_volatile(s, err) < 0)
         goto out;
     st.session_created = false;
     ret = 0;

@@ -70,6 +70,7 @@ void pdk_session_free(pdk_session *s)
     free(s->id);
     free(s->workspace);
     free(s->dir);
+    free(s->boot_id);
     pdk_strv_free(s->placeholders);
     pdk_strv_free(s->protected_paths);
     for (size_t i = 0; i < s->committed_count; i++)
@@ -114,6 +115,7 @@ int pdk_session_save(const pdk_session *s, bool durable, pdk_error *err)
     json_object_set_new(root, "runs", json_integer(s->runs));
     json_object_set_new(root, "last_exit", json_integer(s->last_exit));
     json_object_set_new(root, "owner_uid", json_integer(s->owner_uid));
+    json_object_set_new(root, "boot_id", json_string(s->boot_id ? s->boot_id : ""));
     json_object_set_new(root, "placeholders", strv_to_json(s->placeholders));
     json_object_set_new(root, "protected", strv_to_json(s->protected_paths));
     json_t *committed = json_array();
@@ -168,6 +170,9 @@ static int session_parse(pdk_session *s, const char *text, size_t len, pdk_error
     json_t *le = json_object_get(root, "last_exit");
     s->last_exit = le ? (int)json_integer_value(le) : -1;
     s->owner_uid = (uid_t)json_integer_value(json_object_get(root, "owner_uid"));
+    const char *boot = json_string_value(json_object_get(root, "boot_id"));
+    free(s->boot_id);
+    s->boot_id = xstrdup(boot ? boot : "");
     pdk_strv_free(s->placeholders);
     pdk_strv_free(s->protected_paths);
     s->placeholders = json_to_strv(json_object_get(root, "placeholders"));
@@ -288,6 +293,7 @@ int pdk_session_create(const char *state_dir, const char *name, const char *work
     clock_gettime(CLOCK_REALTIME_COARSE, &coarse);
     s->baseline_ns = (int64_t)coarse.tv_sec * 1000000000 + coarse.tv_nsec;
     s->owner_uid = getuid();
+    s->boot_id = pdk_session_current_boot_id();
     s->placeholders = xcalloc(1, sizeof(char *));
     s->protected_paths = xcalloc(1, sizeof(char *));
     s->dir_fd = openat(sessions_fd, id, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
@@ -331,6 +337,45 @@ int pdk_session_open(const char *state_dir, const char *id, pdk_session **out, p
     }
     *out = s;
     return 0;
+}
+
+char *pdk_session_current_boot_id(void)
+{
+    char *id = NULL;
+    if (pdk_read_file_at(AT_FDCWD, "/proc/sys/kernel/random/boot_id", &id, NULL, 128) < 0)
+        return xstrdup("");
+    id[strcspn(id, "\n")] = '\0';
+    return id;
+}
+
+#define VOLATILE_MARKER "work/work/incompat/volatile"
+
+int pdk_session_clear_volatile(pdk_session *s, pdk_error *err)
+{
+    if (s->mode != PDK_WORKSPACE_OVERLAY)
+        return 0;
+    _cleanup_close_ int incompat =
+        pdk_open_beneath(s->dir_fd, "work/work/incompat", O_RDONLY | O_DIRECTORY, 0);
+    if (incompat < 0)
+        return errno == ENOENT ? 0 : pdk_error_set(err, errno, "session %s: %s", s->id,
+                                                   VOLATILE_MARKER);
+    if (pdk_rm_rf_at(incompat, "volatile") < 0)
+        return pdk_error_set(err, errno, "session %s: cannot remove %s/%s", s->id, s->dir,
+                             VOLATILE_MARKER);
+    return 0;
+}
+
+int pdk_session_recover_layer(pdk_session *s, bool *across_reboot, pdk_error *err)
+{
+    *across_reboot = false;
+    if (s->mode != PDK_WORKSPACE_OVERLAY)
+        return 0;
+    struct stat st;
+    if (fstatat(s->dir_fd, VOLATILE_MARKER, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return 0; /* the last run ended cleanly */
+    _cleanup_free_ char *now = pdk_session_current_boot_id();
+    *across_reboot = s->boot_id && s->boot_id[0] && now[0] && strcmp(s->boot_id, now) != 0;
+    return pdk_session_clear_volatile(s, err);
 }
 
 int pdk_session_open_upper(const pdk_session *s, pdk_error *err)

@@ -44,6 +44,8 @@ typedef struct pdk_session {
     pdk_committed_path *committed;
     size_t committed_count;
 
+    char *boot_id; /* the boot a run last used the layer in (/proc/sys/kernel/random/boot_id) */
+
     char *dir;   /* STATE/sessions/<id> */
     int dir_fd;  /* O_PATH fd of dir */
     int lock_fd; /* >= 0 while locked */
@@ -69,6 +71,19 @@ int pdk_session_save(const pdk_session *session, bool durable, pdk_error *err);
 
 /* Open the upper layer (O_RDONLY|O_DIRECTORY) of an overlay session. */
 int pdk_session_open_upper(const pdk_session *session, pdk_error *err);
+
+/* The overlay is mounted "volatile" (no syncfs at unmount): overlayfs then leaves
+ * work/work/incompat/volatile behind and refuses the layer until it is gone. Call after
+ * the sandbox that used the layer has ended. Returns 0 or -1 with err. */
+int pdk_session_clear_volatile(pdk_session *session, pdk_error *err);
+
+/* Before a run on an existing layer: clear a marker left by a run that did not end cleanly
+ * (paddock killed). *across_reboot is set when that run was in an earlier boot, so that
+ * files it wrote last may be missing. */
+int pdk_session_recover_layer(pdk_session *session, bool *across_reboot, pdk_error *err);
+
+/* This boot's id (new string; "" when unknown). */
+char *pdk_session_current_boot_id(void);
 
 /* Remove the session directory entirely (the session must be locked by the caller). */
 int pdk_session_remove(pdk_session *session, pdk_error *err);
