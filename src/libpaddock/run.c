@@ -64,9 +64,14 @@ static bool is_credential_location(const run_state *st, const char *path)
     return pdk_path_is_within(path, st->state_dir);
 }
 
+/* Hide path, and also where it really is when it exists through a symlink (only then is
+ * realpath, a walk of every component, worth its cost). */
 static void add_hidden(char ***list, const char *path)
 {
     pdk_strv_push(list, path);
+    struct stat sb;
+    if (lstat(path, &sb) < 0)
+        return;
     char real[PATH_MAX];
     if (realpath(path, real) && strcmp(real, path) != 0)
         pdk_strv_push(list, real);
