@@ -16,15 +16,6 @@
 #include <string.h>
 #include <unistd.h>
 
-static void session_freep(pdk_session **s)
-{
-    if (*s) {
-        if ((*s)->lock_fd >= 0)
-            pdk_session_unlock(*s);
-        pdk_session_free(*s);
-    }
-}
-
 static void usage(FILE *out)
 {
     fprintf(out,
@@ -117,28 +108,15 @@ int pdk_cmd_commit(int argc, char **argv)
     _cleanup_free_ char *state_dir = NULL;
     if (pdk_cli_state_dir(false, &state_dir, &err) < 0)
         return pdk_cli_fail(&err, PDK_EXIT_FAILED);
-    _cleanup_(session_freep) pdk_session *session = NULL;
+    _cleanup_(pdk_session_freep) pdk_session *session = NULL;
     if (pdk_session_open(state_dir, id, &session, &err) < 0)
         return pdk_cli_fail(&err, PDK_EXIT_FAILED);
-    if (session->mode == PDK_WORKSPACE_DIRECT) {
-        fprintf(stderr,
-                "paddock: session %s wrote straight to the workspace (direct mode): there is "
-                "nothing to commit\n",
-                session->id);
-        return PDK_EXIT_FAILED;
-    }
     /* A running session holds this lock: its layer is still being written. */
     if (pdk_session_lock(session, &err) < 0)
         return pdk_cli_fail(&err, PDK_EXIT_FAILED);
-    _cleanup_close_ int lower =
-        open(session->workspace, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (lower < 0) {
-        pdk_error_set(&err, errno, "cannot open the workspace %s of session %s", session->workspace,
-                      session->id);
-        return pdk_cli_fail(&err, PDK_EXIT_FAILED);
-    }
-    _cleanup_close_ int upper = pdk_session_open_upper(session, &err);
-    if (upper < 0)
+    _cleanup_close_ int lower = -1;
+    _cleanup_close_ int upper = -1;
+    if (pdk_session_open_layers(session, &lower, &upper, &err) < 0)
         return pdk_cli_fail(&err, PDK_EXIT_FAILED);
 
     pdk_commit_request req = {

@@ -25,17 +25,13 @@ static long count_changes(const pdk_session *s)
     if (s->mode != PDK_WORKSPACE_OVERLAY)
         return 0;
     pdk_error err = {0};
-    _cleanup_close_ int lower = open(s->workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    _cleanup_close_ int upper = pdk_session_open_upper(s, &err);
-    if (lower < 0 || upper < 0)
-        return -1;
+    _cleanup_close_ int lower = -1;
+    _cleanup_close_ int upper = -1;
     pdk_change_list list = {0};
-    if (pdk_changes_scan(lower, upper, s->placeholders, &list, &err) < 0)
+    if (pdk_session_open_layers(s, &lower, &upper, &err) < 0 ||
+        pdk_changes_scan(lower, upper, s->placeholders, &list, &err) < 0)
         return -1;
-    long n = 0;
-    for (size_t i = 0; i < list.count; i++)
-        if (!(list.items[i].status == PDK_CHANGE_MODIFIED && list.items[i].new_kind == PDK_KIND_DIR))
-            n++;
+    long n = (long)pdk_changes_count(&list);
     pdk_change_list_free(&list);
     return n;
 }

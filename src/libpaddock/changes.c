@@ -795,3 +795,14 @@ int pdk_changes_scan(int lower_dirfd, int upper_dirfd, char *const *ignore, pdk_
     out->opaque_dirs = ctx.opaque_dirs;
     return 0;
 }
+
+size_t pdk_changes_count(const pdk_change_list *list)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < list->count; i++) {
+        const pdk_change *c = &list->items[i];
+        if (!(c->status == PDK_CHANGE_MODIFIED && c->new_kind == PDK_KIND_DIR))
+            n++;
+    }
+    return n;
+}

@@ -79,6 +79,10 @@ int pdk_changes_scan(int lower_dirfd, int upper_dirfd, char *const *ignore, pdk_
 
 void pdk_change_list_free(pdk_change_list *list);
 
+/* The number of changes a person would count: every entry but directories whose only
+ * change is their mode or their contents (those show as their children). */
+size_t pdk_changes_count(const pdk_change_list *list);
+
 /* The change at exactly path, or NULL. */
 const pdk_change *pdk_changes_find(const pdk_change_list *list, const char *path);
 

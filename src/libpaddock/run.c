@@ -311,21 +311,15 @@ static void remove_placeholders(run_state *st)
 static size_t count_changes(run_state *st)
 {
     pdk_error err = {0};
-    _cleanup_close_ int lower = open(st->workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    _cleanup_close_ int upper = pdk_session_open_upper(st->session, &err);
-    if (lower < 0 || upper < 0)
-        return 0;
+    _cleanup_close_ int lower = -1;
+    _cleanup_close_ int upper = -1;
     pdk_change_list list = {0};
-    if (pdk_changes_scan(lower, upper, st->session->placeholders, &list, &err) < 0) {
+    if (pdk_session_open_layers(st->session, &lower, &upper, &err) < 0 ||
+        pdk_changes_scan(lower, upper, st->session->placeholders, &list, &err) < 0) {
         pdk_warn("session %s: cannot count the changes: %s", st->session->id, err.message);
         return 0;
     }
-    size_t n = 0;
-    for (size_t i = 0; i < list.count; i++)
-        if (list.items[i].new_kind != PDK_KIND_DIR && list.items[i].old_kind != PDK_KIND_DIR)
-            n++;
-        else if (list.items[i].status != PDK_CHANGE_MODIFIED)
-            n++;
+    size_t n = pdk_changes_count(&list);
     pdk_change_list_free(&list);
     return n;
 }

@@ -59,6 +59,11 @@ static pdk_session *session_new(const char *state_dir, const char *id)
     return s;
 }
 
+void pdk_session_freep(pdk_session **s)
+{
+    pdk_session_free(*s);
+}
+
 void pdk_session_free(pdk_session *s)
 {
     if (!s)
@@ -385,6 +390,26 @@ int pdk_session_open_upper(const pdk_session *s, pdk_error *err)
         return pdk_error_set(err, errno, "session %s: cannot open its layer %s/upper", s->id,
                              s->dir);
     return fd;
+}
+
+int pdk_session_open_layers(const pdk_session *s, int *lower, int *upper, pdk_error *err)
+{
+    *lower = *upper = -1;
+    if (s->mode == PDK_WORKSPACE_DIRECT)
+        return pdk_error_set(err, 0,
+                             "session %s wrote straight to the workspace (direct mode): it has "
+                             "no layer to review or commit",
+                             s->id);
+    _cleanup_close_ int l = open(s->workspace, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (l < 0)
+        return pdk_error_set(err, errno, "cannot open the workspace %s of session %s",
+                             s->workspace, s->id);
+    int u = pdk_session_open_upper(s, err);
+    if (u < 0)
+        return -1;
+    *lower = steal_fd(&l);
+    *upper = u;
+    return 0;
 }
 
 int pdk_session_remove(pdk_session *s, pdk_error *err)

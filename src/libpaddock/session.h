@@ -85,6 +85,11 @@ int pdk_session_recover_layer(pdk_session *session, bool *across_reboot, pdk_err
 /* This boot's id (new string; "" when unknown). */
 char *pdk_session_current_boot_id(void);
 
+/* The real workspace (an O_PATH directory fd) and the upper layer of an overlay session,
+ * for scanning; a direct-mode session has no layer (error saying so). */
+int pdk_session_open_layers(const pdk_session *session, int *lower, int *upper,
+                            pdk_error *err);
+
 /* Remove the session directory entirely (the session must be locked by the caller). */
 int pdk_session_remove(pdk_session *session, pdk_error *err);
 
@@ -101,5 +106,6 @@ int pdk_session_parse_metadata(const char *id, const char *text, size_t len,
                                pdk_session **out, pdk_error *err);
 
 void pdk_session_free(pdk_session *session);
+void pdk_session_freep(pdk_session **session); /* for _cleanup_() */
 
 #endif
