@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -147,6 +148,15 @@ int pdk_rm_rf_at(int dirfd, const char *name)
         return -1;
     _cleanup_close_ int sub =
         openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (sub < 0 && errno == EACCES) {
+        /* A directory of ours without permissions (overlayfs makes its work/work with mode
+         * 0): give it back to its owner, without following a symlink, and look again. */
+        _cleanup_close_ int path = openat(dirfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        char proc[64];
+        snprintf(proc, sizeof(proc), "/proc/self/fd/%d", path);
+        if (path >= 0 && chmod(proc, 0700) == 0)
+            sub = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    }
     if (sub < 0)
         return errno == ENOENT ? 0 : -1;
     if (rm_rf_dir_contents(sub) < 0)

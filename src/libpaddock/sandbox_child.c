@@ -257,7 +257,6 @@ void pdk__sandbox_child_main(const pdk__child_args *args)
     sigprocmask(SIG_SETMASK, &all, NULL);
     if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
         die("prctl(PR_SET_PDEATHSIG): %s", strerror(errno));
-    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 
     pdk_msg msg;
     int fds[PDK_MSG_MAX_FDS];
@@ -265,6 +264,10 @@ void pdk__sandbox_child_main(const pdk__child_args *args)
     int r = pdk__msg_recv(sync_fd, &msg, fds, &nfds, 0);
     if (r <= 0 || msg.type != PDK_MSG_GO)
         _exit(PDK_EXIT_PADDOCK_FAILED); /* the supervisor is gone or gave up */
+    /* Not dumpable from here on: the command cannot open our /proc files. Only now, as the
+     * supervisor (a regular user's) must open our uid_map and gid_map first. */
+    if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+        die("prctl(PR_SET_DUMPABLE): %s", strerror(errno));
     pdk_trace("child: go received");
 
     if (idmap->privileged) {

@@ -359,12 +359,13 @@ int pdk_session_clear_volatile(pdk_session *s, pdk_error *err)
 {
     if (s->mode != PDK_WORKSPACE_OVERLAY)
         return 0;
-    _cleanup_close_ int incompat =
-        pdk_open_beneath(s->dir_fd, "work/work/incompat", O_RDONLY | O_DIRECTORY, 0);
-    if (incompat < 0)
-        return errno == ENOENT ? 0 : pdk_error_set(err, errno, "session %s: %s", s->id,
-                                                   VOLATILE_MARKER);
-    if (pdk_rm_rf_at(incompat, "volatile") < 0)
+    /* work/work holds nothing once the overlay is unmounted (overlayfs makes it anew at
+     * every mount), so the marker goes with it. */
+    _cleanup_close_ int work = pdk_open_beneath(s->dir_fd, "work", O_RDONLY | O_DIRECTORY, 0);
+    if (work < 0)
+        return errno == ENOENT ? 0 : pdk_error_set(err, errno, "session %s: %s/work", s->id,
+                                                   s->dir);
+    if (pdk_rm_rf_at(work, "work") < 0)
         return pdk_error_set(err, errno, "session %s: cannot remove %s/%s", s->id, s->dir,
                              VOLATILE_MARKER);
     return 0;
