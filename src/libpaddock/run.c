@@ -162,6 +162,14 @@ static void add_protected(run_state *st, char ***abs, char ***rel, const char *e
         pdk_strv_push(rel, entry);
 }
 
+/* While the sandbox builds its mount tree: remove the sessions earlier runs retired. */
+static void collect_removed_sessions(void *arg)
+{
+    const run_state *st = arg;
+    pdk_session_collect_removed(st->state_dir, 4);
+    pdk_trace("removed sessions collected");
+}
+
 static int build_config(run_state *st, pdk_error *err)
 {
     const pdk_run_options *opt = st->opt;
@@ -260,6 +268,9 @@ static int build_config(run_state *st, pdk_error *err)
     cfg->allow_degraded = opt->allow_degraded;
     cfg->timeout_seconds = opt->timeout_seconds >= 0 ? opt->timeout_seconds : pol->timeout_seconds;
     cfg->cgroup_name = xasprintf("paddock-%s-%d", st->session->id, (int)getpid());
+
+    cfg->while_starting = collect_removed_sessions;
+    cfg->while_starting_arg = st;
 
     pdk_environ_extra extra = {.home = st->home, .pwd = cfg->cwd, .session = st->session->id};
     cfg->envp = pdk_environ_build(environ, pol, &extra);
@@ -399,7 +410,9 @@ int pdk_run(const pdk_run_options *opt, pdk_run_report *report, pdk_error *err)
                 (opt->workspace_mode == PDK_WORKSPACE_OVERLAY && !st.session_created);
     int saved = 0;
     if (!keep || (opt->workspace_mode == PDK_WORKSPACE_DIRECT && !s->named)) {
-        saved = pdk_session_remove(s, err);
+        /* After a run: out of sight now, its files go while a later run starts. When the
+         * command never ran, nothing is left behind at all. */
+        saved = result.started ? pdk_session_retire(s, err) : pdk_session_remove(s, err);
         report->session_removed = saved == 0;
     } else {
         if (opt->workspace_mode == PDK_WORKSPACE_OVERLAY) {

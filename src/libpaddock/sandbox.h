@@ -68,6 +68,11 @@ typedef struct pdk_sandbox_config {
     bool allow_degraded;
     int64_t timeout_seconds; /* 0: none */
     const char *cgroup_name; /* unique name for this run's cgroup */
+
+    /* Called once the sandbox has been told to start, while it builds its mount tree: work
+     * the supervisor can do meanwhile (NULL: none). Must not block for long. */
+    void (*while_starting)(void *arg);
+    void *while_starting_arg;
 } pdk_sandbox_config;
 
 typedef struct pdk_sandbox_rest pdk_sandbox_rest;

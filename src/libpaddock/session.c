@@ -413,7 +413,11 @@ int pdk_session_open_layers(const pdk_session *s, int *lower, int *upper, pdk_er
     return 0;
 }
 
-int pdk_session_remove(pdk_session *s, pdk_error *err)
+#define REMOVED_PREFIX ".removing."
+
+/* Rename the session out of sight (a crash half-way through removing it never leaves a
+ * half-removed session that still looks like one); *doomed gets the new name. */
+static int retire(pdk_session *s, int *parent_fd, char **doomed, pdk_error *err)
 {
     _cleanup_free_ char *parent = xstrdup(s->dir);
     char *slash = strrchr(parent, '/');
@@ -423,15 +427,50 @@ int pdk_session_remove(pdk_session *s, pdk_error *err)
     _cleanup_close_ int pfd = open(parent, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (pfd < 0)
         return pdk_error_set(err, errno, "cannot open %s", parent);
-    /* Rename first so that a crash half-way never leaves a half-removed session that
-     * still looks like one. */
-    _cleanup_free_ char *doomed = xasprintf(".removing.%s.%d", s->id, (int)getpid());
-    if (renameat(pfd, s->id, pfd, doomed) < 0)
+    _cleanup_free_ char *name = xasprintf(REMOVED_PREFIX "%s.%d", s->id, (int)getpid());
+    if (renameat(pfd, s->id, pfd, name) < 0)
         return pdk_error_set(err, errno, "cannot remove session %s", s->id);
-    if (pdk_rm_rf_at(pfd, doomed) < 0)
-        return pdk_error_set(err, errno, "session %s: cannot remove %s/%s", s->id, parent,
-                             doomed);
+    *parent_fd = steal_fd(&pfd);
+    *doomed = steal_pointer(&name);
     return 0;
+}
+
+int pdk_session_retire(pdk_session *s, pdk_error *err)
+{
+    int pfd = -1;
+    _cleanup_free_ char *doomed = NULL;
+    if (retire(s, &pfd, &doomed, err) < 0)
+        return -1;
+    close(pfd);
+    return 0;
+}
+
+int pdk_session_remove(pdk_session *s, pdk_error *err)
+{
+    _cleanup_close_ int pfd = -1;
+    _cleanup_free_ char *doomed = NULL;
+    if (retire(s, &pfd, &doomed, err) < 0)
+        return -1;
+    if (pdk_rm_rf_at(pfd, doomed) < 0)
+        return pdk_error_set(err, errno, "session %s: cannot remove %s", s->id, doomed);
+    return 0;
+}
+
+void pdk_session_collect_removed(const char *state_dir, size_t max)
+{
+    _cleanup_free_ char *sessions = pdk_path_join(state_dir, "sessions");
+    _cleanup_closedir_ DIR *d = opendir(sessions);
+    if (!d)
+        return;
+    struct dirent *de;
+    size_t n = 0;
+    while (n < max && (de = readdir(d))) {
+        if (!pdk_str_has_prefix(de->d_name, REMOVED_PREFIX))
+            continue;
+        if (pdk_rm_rf_at(dirfd(d), de->d_name) < 0)
+            pdk_debug("removing %s/%s: %s", sessions, de->d_name, strerror(errno));
+        n++;
+    }
 }
 
 static int compare_created(const void *a, const void *b)

@@ -93,6 +93,13 @@ int pdk_session_open_layers(const pdk_session *session, int *lower, int *upper,
 /* Remove the session directory entirely (the session must be locked by the caller). */
 int pdk_session_remove(pdk_session *session, pdk_error *err);
 
+/* Take the session out of sight at once (one rename) and leave the removal of its files to
+ * pdk_session_collect_removed(), which a later run does while its sandbox starts. */
+int pdk_session_retire(pdk_session *session, pdk_error *err);
+
+/* Remove up to max sessions retired (or left half-removed by a crash). */
+void pdk_session_collect_removed(const char *state_dir, size_t max);
+
 /* All sessions, sorted by creation time. Unreadable entries are skipped with a warning. */
 int pdk_session_list(const char *state_dir, pdk_session ***out, size_t *count, pdk_error *err);
 void pdk_session_list_free(pdk_session **list, size_t count);

@@ -45,3 +45,18 @@ expect_eq "the layer's change survives all of it" '["run1.txt"]' \
     "$(json_get "$OUT" 'sorted(c["path"] for c in j["changes"])')"
 pdk discard lay
 expect_eq "discard removes the session" 0 "$RC"
+
+# Unnamed runs without changes retire their session with one rename; the next run removes
+# what earlier runs retired, so they never pile up.
+for i in 1 2 3 4 5; do
+    wrun -- true
+done
+expect_eq "five unchanged unnamed runs exit 0" 0 "$RC"
+retired=$(ls -A "$STATE/sessions" | grep -c '^\.removing\.')
+if [ "$retired" -le 1 ]; then
+    ok "retired sessions are collected by the next run (left: $retired)"
+else
+    not_ok "retired sessions are collected by the next run (left: $retired)"
+fi
+expect_eq "none of them shows as a session" "" \
+    "$(ls -A "$STATE/sessions" | grep -v '^\.removing\.')"
