@@ -162,12 +162,12 @@ static void add_protected(run_state *st, char ***abs, char ***rel, const char *e
         pdk_strv_push(rel, entry);
 }
 
-/* While the sandbox builds its mount tree: remove the sessions earlier runs retired. */
-static void collect_removed_sessions(void *arg)
+/* While the sandbox runs: remove, one file at a time between the supervisor's other
+ * events, the sessions earlier runs retired. */
+static bool collect_step(void *arg)
 {
     const run_state *st = arg;
-    pdk_session_collect_removed(st->state_dir, 4);
-    pdk_trace("removed sessions collected");
+    return pdk_session_collect_step(st->state_dir) > 0;
 }
 
 static int build_config(run_state *st, pdk_error *err)
@@ -269,8 +269,8 @@ static int build_config(run_state *st, pdk_error *err)
     cfg->timeout_seconds = opt->timeout_seconds >= 0 ? opt->timeout_seconds : pol->timeout_seconds;
     cfg->cgroup_name = xasprintf("paddock-%s-%d", st->session->id, (int)getpid());
 
-    cfg->while_starting = collect_removed_sessions;
-    cfg->while_starting_arg = st;
+    cfg->idle_step = collect_step;
+    cfg->idle_step_arg = st;
 
     pdk_environ_extra extra = {.home = st->home, .pwd = cfg->cwd, .session = st->session->id};
     cfg->envp = pdk_environ_build(environ, pol, &extra);

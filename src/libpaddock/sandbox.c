@@ -203,8 +203,8 @@ int pdk_sandbox_run(const pdk_sandbox_config *cfg, pdk_sandbox_result *res, pdk_
 
     /* 5. Supervise. */
     pdk_trace("go sent");
-    if (cfg->while_starting)
-        cfg->while_starting(cfg->while_starting_arg);
+    if (cfg->idle_step)
+        pdk_supervisor_add_idle(sup, cfg->idle_step, cfg->idle_step_arg);
     pdk_supervisor_outcome outcome;
     memset(&outcome, 0, sizeof(outcome));
     if (pdk_supervisor_run(sup, pid, pidfd, sock[0], cfg->timeout_seconds, cfg->tty, &outcome,

@@ -69,10 +69,11 @@ typedef struct pdk_sandbox_config {
     int64_t timeout_seconds; /* 0: none */
     const char *cgroup_name; /* unique name for this run's cgroup */
 
-    /* Called once the sandbox has been told to start, while it builds its mount tree: work
-     * the supervisor can do meanwhile (NULL: none). Must not block for long. */
-    void (*while_starting)(void *arg);
-    void *while_starting_arg;
+    /* Background work for the supervisor while the sandbox starts and runs: called again and
+     * again between the supervisor's events for as long as it returns true. Each call must
+     * be short. NULL: none. */
+    bool (*idle_step)(void *arg);
+    void *idle_step_arg;
 } pdk_sandbox_config;
 
 typedef struct pdk_sandbox_rest pdk_sandbox_rest;

@@ -456,21 +456,64 @@ int pdk_session_remove(pdk_session *s, pdk_error *err)
     return 0;
 }
 
-void pdk_session_collect_removed(const char *state_dir, size_t max)
+/* Remove one entry beneath dirfd/name, deepest first: 1 when something was removed and
+ * more may remain, 0 when name itself was removed (or is gone), -1 on error. */
+static int remove_one(int dirfd, const char *name, int depth)
+{
+    if (unlinkat(dirfd, name, 0) == 0 || errno == ENOENT)
+        return 0;
+    if ((errno != EISDIR && errno != EPERM) || depth > 64)
+        return -1;
+    if (unlinkat(dirfd, name, AT_REMOVEDIR) == 0 || errno == ENOENT)
+        return 0;
+    if (errno != ENOTEMPTY && errno != EEXIST)
+        return -1;
+    _cleanup_close_ int sub = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (sub < 0 && errno == EACCES) {
+        /* overlayfs makes work/work with mode 0: as its owner, open it up */
+        if (pdk_rm_rf_at(dirfd, name) < 0)
+            return -1;
+        return 0;
+    }
+    if (sub < 0)
+        return errno == ENOENT ? 0 : -1;
+    int dupfd = fcntl(sub, F_DUPFD_CLOEXEC, 0);
+    DIR *d = dupfd >= 0 ? fdopendir(dupfd) : NULL;
+    if (!d) {
+        if (dupfd >= 0)
+            close(dupfd);
+        return -1;
+    }
+    struct dirent *de;
+    int r = 0;
+    while ((de = readdir(d))) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        r = remove_one(sub, de->d_name, depth + 1) < 0 ? -1 : 1;
+        break;
+    }
+    closedir(d);
+    return r;
+}
+
+int pdk_session_collect_step(const char *state_dir)
 {
     _cleanup_free_ char *sessions = pdk_path_join(state_dir, "sessions");
     _cleanup_closedir_ DIR *d = opendir(sessions);
     if (!d)
-        return;
+        return 0;
     struct dirent *de;
-    size_t n = 0;
-    while (n < max && (de = readdir(d))) {
+    while ((de = readdir(d))) {
         if (!pdk_str_has_prefix(de->d_name, REMOVED_PREFIX))
             continue;
-        if (pdk_rm_rf_at(dirfd(d), de->d_name) < 0)
+        int r = remove_one(dirfd(d), de->d_name, 0);
+        if (r < 0) {
             pdk_debug("removing %s/%s: %s", sessions, de->d_name, strerror(errno));
-        n++;
+            return -1;
+        }
+        return 1;
     }
+    return 0;
 }
 
 static int compare_created(const void *a, const void *b)

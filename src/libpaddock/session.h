@@ -94,11 +94,13 @@ int pdk_session_open_layers(const pdk_session *session, int *lower, int *upper,
 int pdk_session_remove(pdk_session *session, pdk_error *err);
 
 /* Take the session out of sight at once (one rename) and leave the removal of its files to
- * pdk_session_collect_removed(), which a later run does while its sandbox starts. */
+ * pdk_session_collect_step(), which a later run calls while its sandbox starts. */
 int pdk_session_retire(pdk_session *session, pdk_error *err);
 
-/* Remove up to max sessions retired (or left half-removed by a crash). */
-void pdk_session_collect_removed(const char *state_dir, size_t max);
+/* Remove one file or directory of the sessions retired (or left half-removed by a crash):
+ * 1 when one was removed (call again), 0 when none is left, -1 on an error. Small steps,
+ * so that an event loop can interleave them with its other work. */
+int pdk_session_collect_step(const char *state_dir);
 
 /* All sessions, sorted by creation time. Unreadable entries are skipped with a warning. */
 int pdk_session_list(const char *state_dir, pdk_session ***out, size_t *count, pdk_error *err);

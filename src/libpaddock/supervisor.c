@@ -33,6 +33,9 @@ struct pdk_supervisor {
     bool tty;
     pdk_pty_relay *pty;
     pdk_supervisor_outcome *out;
+    struct event *idle_ev;
+    bool (*idle_step)(void *arg);
+    void *idle_arg;
 };
 
 static int send_signal(pdk_supervisor *sup, int sig)
@@ -150,6 +153,26 @@ static void on_timeout(evutil_socket_t fd, short what, void *arg)
     send_signal(sup, SIGKILL);
 }
 
+static void on_idle(evutil_socket_t fd, short what, void *arg)
+{
+    pdk_supervisor *sup = arg;
+    static const struct timeval now = {0, 0};
+    if (sup->idle_step && sup->idle_step(sup->idle_arg))
+        evtimer_add(sup->idle_ev, &now);
+}
+
+void pdk_supervisor_add_idle(pdk_supervisor *sup, bool (*step)(void *arg), void *arg)
+{
+    static const struct timeval now = {0, 0};
+    if (!sup->idle_ev)
+        sup->idle_ev = evtimer_new(sup->base, on_idle, sup);
+    if (!sup->idle_ev)
+        return;
+    sup->idle_step = step;
+    sup->idle_arg = arg;
+    evtimer_add(sup->idle_ev, &now);
+}
+
 pdk_supervisor *pdk_supervisor_new(pdk_error *err)
 {
     pdk_supervisor *sup = xcalloc(1, sizeof(*sup));
@@ -230,6 +253,8 @@ void pdk_supervisor_free(pdk_supervisor *sup)
         event_free(sup->pidfd_ev);
     if (sup->timeout_ev)
         event_free(sup->timeout_ev);
+    if (sup->idle_ev)
+        event_free(sup->idle_ev);
     if (sup->base)
         event_base_free(sup->base);
     free(sup);

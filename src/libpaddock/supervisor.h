@@ -35,6 +35,10 @@ typedef struct pdk_supervisor_outcome {
 pdk_supervisor *pdk_supervisor_new(pdk_error *err);
 struct event_base *pdk_supervisor_base(pdk_supervisor *sup);
 
+/* Call step(arg) between the loop's other events, again and again while it returns true
+ * (one task at a time; a second call replaces the first). */
+void pdk_supervisor_add_idle(pdk_supervisor *sup, bool (*step)(void *arg), void *arg);
+
 /* Run until the command has ended: init reports its status once every process in the
  * sandbox is dead (or init itself dies). Init may still be exiting when this returns; reap
  * it with pdk_supervisor_reap(). timeout_seconds 0 means none; tty relays the pty init sends. */
