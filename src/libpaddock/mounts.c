@@ -292,6 +292,75 @@ static int attach(builder *b, int tree_fd, const char *inside_path, const char *
     return 0;
 }
 
+/* A layer of placeholders, on top of the real workspace in the overlay: an empty
+ * directory for every protected path that is missing (but whose parent exists), so that
+ * it cannot be created, while the session layer (upper) stays untouched. Its directories
+ * carry the mode and owner of their real counterparts. Returns 1 when a layer was made at
+ * SCRATCH/placeholders, 0 when none is needed, -1 on error. */
+static int make_placeholder_layer(builder *b)
+{
+    const pdk_sandbox_config *cfg = b->cfg;
+    if (!cfg->make_placeholders)
+        return 0;
+    bool mounted = false;
+    for (size_t i = 0; cfg->protect_paths && cfg->protect_paths[i]; i++) {
+        if (!pdk_path_is_within(cfg->protect_paths[i], cfg->workspace))
+            continue;
+        _cleanup_free_ char *rel = xstrdup(pdk_path_relative(cfg->protect_paths[i], cfg->workspace));
+        size_t len = strlen(rel);
+        while (len > 0 && rel[len - 1] == '/')
+            rel[--len] = '\0';
+        if (len == 0 || strstr(rel, ".."))
+            continue;
+        _cleanup_free_ char *lower = xasprintf(SCRATCH "/lower/%s", rel);
+        _cleanup_free_ char *upper = xasprintf(SCRATCH "/layers/upper/%s", rel);
+        struct stat st;
+        if (lstat(upper, &st) == 0 || lstat(lower, &st) == 0 || errno != ENOENT)
+            continue; /* exists (or was deleted in the session: handled later) */
+        char *slash = strrchr(lower, '/');
+        *slash = '\0';
+        struct stat pst;
+        bool parent_ok = lstat(lower, &pst) == 0 && S_ISDIR(pst.st_mode);
+        *slash = '/';
+        if (!parent_ok)
+            continue;
+        if (!mounted) {
+            char opts[96];
+            snprintf(opts, sizeof(opts), "mode=0755,uid=%u,gid=%u,size=16k",
+                     (unsigned)b->idmap->inside_uid, (unsigned)b->idmap->inside_gid);
+            if (mkdir(SCRATCH "/placeholders", 0700) < 0 ||
+                mount("tmpfs", SCRATCH "/placeholders", "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
+                return pdk_error_set(b->err, errno, "making the placeholder layer");
+            struct stat root;
+            if (stat(SCRATCH "/lower", &root) == 0) {
+                (void)!chown(SCRATCH "/placeholders", root.st_uid, root.st_gid);
+                chmod(SCRATCH "/placeholders", root.st_mode & 07777);
+            }
+            mounted = true;
+        }
+        /* Every component, parents with their real counterpart's mode and owner. */
+        for (char *p = rel;; p++) {
+            if (*p != '/' && *p != '\0')
+                continue;
+            char saved = *p;
+            *p = '\0';
+            _cleanup_free_ char *dir = xasprintf(SCRATCH "/placeholders/%s", rel);
+            _cleanup_free_ char *real = xasprintf(SCRATCH "/lower/%s", rel);
+            if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+                return pdk_error_set(b->err, errno, "placeholder %s", rel);
+            struct stat rs;
+            if (saved != '\0' && lstat(real, &rs) == 0 && S_ISDIR(rs.st_mode)) {
+                (void)!chown(dir, rs.st_uid, rs.st_gid);
+                chmod(dir, rs.st_mode & 07777);
+            }
+            *p = saved;
+            if (saved == '\0')
+                break;
+        }
+    }
+    return mounted ? 1 : 0;
+}
+
 static int setup_workspace(builder *b, pdk_mount_sources *src)
 {
     const pdk_sandbox_config *cfg = b->cfg;
@@ -319,12 +388,17 @@ static int setup_workspace(builder *b, pdk_mount_sources *src)
     close(src->layers);
     src->workspace = src->layers = -1;
 
+    int placeholders = make_placeholder_layer(b);
+    if (placeholders < 0)
+        return -1;
     _cleanup_close_ int fs = sys_fsopen("overlay", FSOPEN_CLOEXEC);
     if (fs < 0)
         return pdk_error_set(b->err, errno,
                              "overlayfs is not available (the kernel needs CONFIG_OVERLAY_FS; "
                              "or use --workspace-mode direct)");
-    if (sys_fsconfig(fs, FSCONFIG_SET_STRING, "lowerdir", SCRATCH "/lower", 0) < 0 ||
+    const char *lowerdir =
+        placeholders ? SCRATCH "/placeholders:" SCRATCH "/lower" : SCRATCH "/lower";
+    if (sys_fsconfig(fs, FSCONFIG_SET_STRING, "lowerdir", lowerdir, 0) < 0 ||
         sys_fsconfig(fs, FSCONFIG_SET_STRING, "upperdir", SCRATCH "/layers/upper", 0) < 0 ||
         sys_fsconfig(fs, FSCONFIG_SET_STRING, "workdir", SCRATCH "/layers/work", 0) < 0 ||
         sys_fsconfig(fs, FSCONFIG_SET_FLAG, "userxattr", NULL, 0) < 0 ||
@@ -348,8 +422,11 @@ static int setup_workspace(builder *b, pdk_mount_sources *src)
         return pdk_error_set(b->err, errno, "fsmount of the workspace overlay");
     if (attach(b, mnt, cfg->workspace, "the workspace overlay") < 0)
         return -1;
-    if (umount2(SCRATCH "/lower", MNT_DETACH) < 0 || umount2(SCRATCH "/layers", MNT_DETACH) < 0)
+    if (umount2(SCRATCH "/lower", MNT_DETACH) < 0 || umount2(SCRATCH "/layers", MNT_DETACH) < 0 ||
+        (placeholders && umount2(SCRATCH "/placeholders", MNT_DETACH) < 0))
         return pdk_error_set(b->err, errno, "unmounting the overlay staging directories");
+    if (placeholders)
+        rmdir(SCRATCH "/placeholders");
     return 0;
 }
 
