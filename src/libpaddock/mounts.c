@@ -579,87 +579,114 @@ static int pivot(builder *b)
     return 0;
 }
 
-int pdk_mounts_build(const pdk_sandbox_config *cfg, pdk_mount_sources *src,
-                     const pdk_idmap *idmap, int report_fd, pdk_error *err)
-{
-    builder b = {.cfg = cfg, .idmap = idmap, .report_fd = report_fd, .err = err};
-    int ret = -1;
+struct pdk_mount_builder {
+    builder b;
+};
 
+/* The part of the tree that depends on no policy, no workspace and no session: the host
+ * root, /dev, /proc, /tmp, /run. */
+static int build_base(builder *b)
+{
+    pdk_error *err = b->err;
     /* The host root, read-only, private, as a detached recursive clone. */
     _cleanup_close_ int root =
         sys_open_tree(AT_FDCWD, "/", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
-    if (root < 0) {
-        pdk_error_set(err, errno, "cloning the host root (open_tree)");
-        goto out;
-    }
+    if (root < 0)
+        return pdk_error_set(err, errno, "cloning the host root (open_tree)");
     struct mount_attr_v0 attr = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
                                              MOUNT_ATTR_NODEV,
                                  .propagation = MS_PRIVATE};
-    if (sys_mount_setattr(root, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr) < 0) {
-        pdk_error_set(err, errno, "making the host root read-only (mount_setattr)");
-        goto out;
-    }
-    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
-        pdk_error_set(err, errno, "making the mount namespace private");
-        goto out;
-    }
-    if (sys_move_mount(root, "", AT_FDCWD, NEWROOT, MOVE_MOUNT_F_EMPTY_PATH) < 0) {
-        pdk_error_set(err, errno, "attaching the new root");
-        goto out;
-    }
-
+    if (sys_mount_setattr(root, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr) < 0)
+        return pdk_error_set(err, errno, "making the host root read-only (mount_setattr)");
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+        return pdk_error_set(err, errno, "making the mount namespace private");
+    if (sys_move_mount(root, "", AT_FDCWD, NEWROOT, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+        return pdk_error_set(err, errno, "attaching the new root");
     pdk_trace("child: root attached");
-    if (setup_dev(&b) < 0)
-        goto out;
+    if (setup_dev(b) < 0)
+        return -1;
     pdk_trace("child: dev built");
-    if (mount("proc", NEWROOT "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0) {
-        pdk_error_set(err, errno, "mounting /proc");
-        goto out;
-    }
-    if (mount_tmpfs(&b, "/tmp", "mode=1777", 0) < 0 || mount_tmpfs(&b, "/run", "mode=0755", 0) < 0)
-        goto out;
+    if (mount("proc", NEWROOT "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+        return pdk_error_set(err, errno, "mounting /proc");
+    if (mount_tmpfs(b, "/tmp", "mode=1777", 0) < 0 || mount_tmpfs(b, "/run", "mode=0755", 0) < 0)
+        return -1;
     struct stat st;
     if (lstat(NEWROOT "/var/run", &st) == 0 && S_ISDIR(st.st_mode) &&
-        mount_tmpfs(&b, "/var/run", "mode=0755", 0) < 0)
-        goto out;
-    if (pdk_mkdir_p(SCRATCH, 0700) < 0) {
-        pdk_error_set(err, errno, "creating %s", SCRATCH);
-        goto out;
-    }
+        mount_tmpfs(b, "/var/run", "mode=0755", 0) < 0)
+        return -1;
+    if (pdk_mkdir_p(SCRATCH, 0700) < 0)
+        return pdk_error_set(err, errno, "creating %s", SCRATCH);
+    pdk_trace("child: base tree built");
+    return 0;
+}
+
+/* The rest: $HOME, the workspace, the binds, what is hidden and protected; then pivot. */
+static int build_rest(builder *b, pdk_mount_sources *src)
+{
+    const pdk_sandbox_config *cfg = b->cfg;
+    pdk_error *err = b->err;
     if (cfg->home && strcmp(cfg->home, "/") != 0) {
         char opts[96];
-        snprintf(opts, sizeof(opts), "mode=0700,uid=%u,gid=%u", (unsigned)idmap->inside_uid,
-                 (unsigned)idmap->inside_gid);
-        if (ensure_mountpoint(&b, cfg->home, true) < 0) {
+        snprintf(opts, sizeof(opts), "mode=0700,uid=%u,gid=%u", (unsigned)b->idmap->inside_uid,
+                 (unsigned)b->idmap->inside_gid);
+        if (ensure_mountpoint(b, cfg->home, true) < 0) {
             pdk_warn("%s: $HOME stays hidden only by what hides its parts", err->message);
             pdk_error_clear(err);
-        } else if (mount_tmpfs(&b, cfg->home, opts, 0) < 0) {
-            goto out;
+        } else if (mount_tmpfs(b, cfg->home, opts, 0) < 0) {
+            return -1;
         }
     }
-    pdk_trace("child: tmpfs and home");
-    if (setup_workspace(&b, src) < 0)
-        goto out;
+    pdk_trace("child: home");
+    if (setup_workspace(b, src) < 0)
+        return -1;
     pdk_trace("child: workspace mounted");
-    if (setup_binds(&b, src) < 0 || setup_hidden(&b) < 0 || setup_protected(&b) < 0)
-        goto out;
-
+    if (setup_binds(b, src) < 0 || setup_hidden(b) < 0 || setup_protected(b) < 0)
+        return -1;
     pdk_trace("child: binds hidden protected");
     unlink(SCRATCH "/empty");
-    if (rmdir(SCRATCH "/lower") < 0 && errno != ENOENT) {
-        pdk_error_set(err, errno, "removing %s/lower", SCRATCH);
-        goto out;
-    }
+    if (rmdir(SCRATCH "/lower") < 0 && errno != ENOENT)
+        return pdk_error_set(err, errno, "removing %s/lower", SCRATCH);
     rmdir(SCRATCH "/layers");
-    if (rmdir(SCRATCH) < 0) {
-        pdk_error_set(err, errno, "removing %s", SCRATCH);
-        goto out;
-    }
-    if (pivot(&b) < 0)
-        goto out;
+    if (rmdir(SCRATCH) < 0)
+        return pdk_error_set(err, errno, "removing %s", SCRATCH);
+    if (pivot(b) < 0)
+        return -1;
     pdk_trace("child: pivoted");
-    ret = 0;
-out:
-    pdk_strv_free(b.covered);
-    return ret;
+    return 0;
+}
+
+pdk_mount_builder *pdk_mounts_begin(const pdk_sandbox_config *cfg, const pdk_idmap *idmap,
+                                    int report_fd, pdk_error *err)
+{
+    pdk_mount_builder *mb = xcalloc(1, sizeof(*mb));
+    mb->b = (builder){.cfg = cfg, .idmap = idmap, .report_fd = report_fd, .err = err};
+    if (build_base(&mb->b) < 0) {
+        pdk_mounts_builder_free(mb);
+        return NULL;
+    }
+    return mb;
+}
+
+int pdk_mounts_finish(pdk_mount_builder *mb, pdk_mount_sources *src)
+{
+    return build_rest(&mb->b, src);
+}
+
+void pdk_mounts_builder_free(pdk_mount_builder *mb)
+{
+    if (!mb)
+        return;
+    pdk_strv_free(mb->b.covered);
+    free(mb);
+}
+
+int pdk_mounts_build(const pdk_sandbox_config *cfg, pdk_mount_sources *src,
+                     const pdk_idmap *idmap, int report_fd, pdk_error *err)
+{
+    pdk_mount_builder *mb = pdk_mounts_begin(cfg, idmap, report_fd, err);
+    if (!mb)
+        return -1;
+    int r = pdk_mounts_finish(mb, src);
+    pdk_mounts_builder_free(mb);
+    return r;
 }

@@ -41,4 +41,13 @@ void pdk_mounts_sources_from_fds(const pdk_sandbox_config *cfg, const int *fds, 
 int pdk_mounts_build(const pdk_sandbox_config *cfg, pdk_mount_sources *src,
                      const pdk_idmap *idmap, int report_fd, pdk_error *err);
 
+/* The same in two steps, so that the part that depends on nothing (host root, /dev,
+ * /proc, /tmp, /run) is built while the supervisor still prepares the rest: begin returns
+ * NULL with err on failure; finish builds the rest from src and pivots. */
+typedef struct pdk_mount_builder pdk_mount_builder;
+pdk_mount_builder *pdk_mounts_begin(const pdk_sandbox_config *cfg, const pdk_idmap *idmap,
+                                    int report_fd, pdk_error *err);
+int pdk_mounts_finish(pdk_mount_builder *builder, pdk_mount_sources *src);
+void pdk_mounts_builder_free(pdk_mount_builder *builder);
+
 #endif

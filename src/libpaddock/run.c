@@ -29,7 +29,8 @@ typedef struct run_state {
     char *home;
     char *workspace;
     pdk_session *session;
-    bool session_created;
+    bool session_new;     /* prepared here, to be made on disk while the sandbox starts */
+    bool session_created; /* made on disk by this run (removed again when the run fails) */
     pdk_sandbox_config cfg;
 } run_state;
 
@@ -81,7 +82,7 @@ static int resolve_workspace(run_state *st, pdk_error *err)
 {
     const char *given = st->opt->workspace;
     _cleanup_free_ char *cwd = getcwd(NULL, 0);
-    if (!given && st->session && !st->session_created)
+    if (!given && st->session && !st->session_new)
         given = st->session->workspace;
     if (!given)
         given = cwd;
@@ -168,6 +169,20 @@ static bool collect_step(void *arg)
 {
     const run_state *st = arg;
     return pdk_session_collect_step(st->state_dir) > 0;
+}
+
+/* After the clone, while the sandbox builds its base tree: the new session's directory. */
+static int materialize_session(void *arg, pdk_error *err)
+{
+    run_state *st = arg;
+    /* An unnamed direct-mode run has no layer and is never kept: nothing on disk. */
+    if (!st->session_new ||
+        (st->opt->workspace_mode == PDK_WORKSPACE_DIRECT && !st->session->named))
+        return 0;
+    if (pdk_session_materialize(st->session, err) < 0)
+        return -1;
+    st->session_created = true;
+    return 0;
 }
 
 static int build_config(run_state *st, pdk_error *err)
@@ -269,6 +284,8 @@ static int build_config(run_state *st, pdk_error *err)
     cfg->timeout_seconds = opt->timeout_seconds >= 0 ? opt->timeout_seconds : pol->timeout_seconds;
     cfg->cgroup_name = xasprintf("paddock-%s-%d", st->session->id, (int)getpid());
 
+    cfg->after_clone = materialize_session;
+    cfg->after_clone_arg = st;
     cfg->idle_step = collect_step;
     cfg->idle_step_arg = st;
 
@@ -371,10 +388,11 @@ int pdk_run(const pdk_run_options *opt, pdk_run_report *report, pdk_error *err)
         free(st.session->boot_id);
         st.session->boot_id = pdk_session_current_boot_id();
     } else {
-        if (pdk_session_create(st.state_dir, opt->session_name, st.workspace,
-                               opt->workspace_mode, &st.session, err) < 0)
+        /* Decided now, made on disk while the sandbox starts (materialize_session). */
+        if (pdk_session_prepare(st.state_dir, opt->session_name, st.workspace,
+                                opt->workspace_mode, &st.session, err) < 0)
             goto out;
-        st.session_created = true;
+        st.session_new = true;
     }
     if (build_config(&st, err) < 0)
         goto out;
@@ -407,9 +425,11 @@ int pdk_run(const pdk_run_options *opt, pdk_run_report *report, pdk_error *err)
     }
     report->session_id = xstrdup(s->id);
     bool keep = s->named || report->changes > 0 ||
-                (opt->workspace_mode == PDK_WORKSPACE_OVERLAY && !st.session_created);
+                (opt->workspace_mode == PDK_WORKSPACE_OVERLAY && !st.session_new);
     int saved = 0;
-    if (!keep || (opt->workspace_mode == PDK_WORKSPACE_DIRECT && !s->named)) {
+    if (st.session_new && !st.session_created) {
+        report->session_removed = true; /* it never was on disk */
+    } else if (!keep || (opt->workspace_mode == PDK_WORKSPACE_DIRECT && !s->named)) {
         /* After a run: out of sight now, its files go while a later run starts. When the
          * command never ran, nothing is left behind at all. */
         saved = result.started ? pdk_session_retire(s, err) : pdk_session_remove(s, err);

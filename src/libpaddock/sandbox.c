@@ -178,8 +178,18 @@ int pdk_sandbox_run(const pdk_sandbox_config *cfg, pdk_sandbox_result *res, pdk_
         goto out;
     }
 
-    /* 3. Maps, cgroup, bind sources, go. */
-    if (pdk_idmap_write(&idmap, pid, err) < 0 || pdk_cgroup_attach(cgroup, pid, err) < 0)
+    /* 3. Maps (the child then builds the part of its tree that depends on nothing else),
+     * the caller's own preparation, the cgroup, the bind sources, go. */
+    if (pdk_idmap_write(&idmap, pid, err) < 0)
+        goto kill;
+    if (pdk__msg_send(sock[0], PDK_MSG_MAPS, 0, NULL, NULL, 0) < 0) {
+        pdk_error_set(err, errno, "starting the sandbox");
+        goto kill;
+    }
+    if (cfg->after_clone && cfg->after_clone(cfg->after_clone_arg, err) < 0)
+        goto kill;
+    pdk_trace("prepared after the clone");
+    if (pdk_cgroup_attach(cgroup, pid, err) < 0)
         goto kill;
     if (idmap.privileged) {
         char path[64];

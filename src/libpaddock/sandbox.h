@@ -69,6 +69,13 @@ typedef struct pdk_sandbox_config {
     int64_t timeout_seconds; /* 0: none */
     const char *cgroup_name; /* unique name for this run's cgroup */
 
+    /* Called once the sandbox's namespaces exist, while it builds the part of its tree
+     * that depends on nothing (host root, /dev, /proc, /tmp): the caller's own work that
+     * the sandbox needs only later (paddock run makes the session's directory here). A
+     * failure stops the sandbox before it runs anything. NULL: none. */
+    int (*after_clone)(void *arg, pdk_error *err);
+    void *after_clone_arg;
+
     /* Background work for the supervisor while the sandbox starts and runs: called again and
      * again between the supervisor's events for as long as it returns true. Each call must
      * be short. NULL: none. */

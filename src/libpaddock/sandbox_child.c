@@ -260,35 +260,52 @@ void pdk__sandbox_child_main(const pdk__child_args *args)
 
     pdk_msg msg;
     int fds[PDK_MSG_MAX_FDS];
-    size_t nfds = PDK_MSG_MAX_FDS;
+    size_t nfds = 0;
     int r = pdk__msg_recv(sync_fd, &msg, fds, &nfds, 0);
-    if (r <= 0 || msg.type != PDK_MSG_GO)
+    if (r <= 0 || msg.type != PDK_MSG_MAPS)
         _exit(PDK_EXIT_PADDOCK_FAILED); /* the supervisor is gone or gave up */
+    pdk_trace("child: maps written");
     /* Not dumpable from here on: the command cannot open our /proc files. Only now, as the
      * supervisor (a regular user's) must open our uid_map and gid_map first. */
     if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
         die("prctl(PR_SET_DUMPABLE): %s", strerror(errno));
-    pdk_trace("child: go received");
 
+    pdk_error err = {0};
+    pdk_mount_builder *builder = NULL;
     if (idmap->privileged) {
         if (setgroups(0, NULL) < 0)
             die("setgroups: %s", strerror(errno));
         if (setresgid(idmap->inside_gid, idmap->inside_gid, idmap->inside_gid) < 0 ||
             setresuid(0, 0, 0) < 0)
             die("switching to the sandbox's ids: %s", strerror(errno));
+        /* While the supervisor prepares the session and the bind sources. */
+        builder = pdk_mounts_begin(cfg, idmap, sync_fd, &err);
+        if (!builder)
+            die_error(&err);
     }
+
+    nfds = PDK_MSG_MAX_FDS;
+    r = pdk__msg_recv(sync_fd, &msg, fds, &nfds, 0);
+    if (r <= 0 || msg.type != PDK_MSG_GO)
+        _exit(PDK_EXIT_PADDOCK_FAILED);
+    pdk_trace("child: go received");
     if (args->v1_cgroup && unshare(CLONE_NEWCGROUP) < 0)
         die("entering a cgroup namespace rooted at the sandbox's cgroup: %s", strerror(errno));
 
     pdk_mount_sources src;
-    pdk_error err = {0};
     if (idmap->privileged) {
         pdk_mounts_sources_from_fds(cfg, fds, nfds, &src);
-    } else if (pdk_mounts_open_sources(cfg, -1, &src, &err) < 0) {
-        die_error(&err);
+    } else {
+        /* Unprivileged: the sources are opened here by path, before anything covers them. */
+        if (pdk_mounts_open_sources(cfg, -1, &src, &err) < 0)
+            die_error(&err);
+        builder = pdk_mounts_begin(cfg, idmap, sync_fd, &err);
+        if (!builder)
+            die_error(&err);
     }
-    if (pdk_mounts_build(cfg, &src, idmap, sync_fd, &err) < 0)
+    if (pdk_mounts_finish(builder, &src) < 0)
         die_error(&err);
+    pdk_mounts_builder_free(builder);
     pdk_mounts_close_sources(&src);
     pdk_trace("child: mounts built");
 

@@ -261,35 +261,21 @@ void pdk_session_unlock(pdk_session *s)
     }
 }
 
-int pdk_session_create(const char *state_dir, const char *name, const char *workspace,
-                       pdk_workspace_mode mode, pdk_session **out, pdk_error *err)
+int pdk_session_prepare(const char *state_dir, const char *name, const char *workspace,
+                        pdk_workspace_mode mode, pdk_session **out, pdk_error *err)
 {
     if (name && !pdk_session_name_valid(name))
         return pdk_error_set(err, 0,
                              "invalid session name '%s' (use 1-64 letters, digits, '.', '_' "
                              "or '-', not starting with '.' or '-')",
                              name);
-    _cleanup_free_ char *sessions = pdk_path_join(state_dir, "sessions");
-    if (mkdir(sessions, 0700) < 0 && errno != EEXIST)
-        return pdk_error_set(err, errno, "cannot create %s", sessions);
-    _cleanup_close_ int sessions_fd = open(sessions, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (sessions_fd < 0)
-        return pdk_error_set(err, errno, "cannot open %s", sessions);
-
-    _cleanup_free_ char *id = NULL;
-    for (int attempt = 0;; attempt++) {
-        free(id);
-        id = name ? xstrdup(name) : generate_id();
-        if (mkdirat(sessions_fd, id, 0700) == 0)
-            break;
-        if (errno == EEXIST && !name && attempt < 16)
-            continue;
-        if (errno == EEXIST)
-            return pdk_error_set(err, 0, "session %s already exists", id);
-        return pdk_error_set(err, errno, "cannot create session directory %s/%s", sessions,
-                             id);
-    }
+    _cleanup_free_ char *id = name ? xstrdup(name) : generate_id();
     pdk_session *s = session_new(state_dir, id);
+    struct stat st;
+    if (lstat(s->dir, &st) == 0) {
+        pdk_session_free(s);
+        return pdk_error_set(err, 0, "session %s already exists", id);
+    }
     s->named = name != NULL;
     s->workspace = xstrdup(workspace);
     s->mode = mode;
@@ -301,26 +287,67 @@ int pdk_session_create(const char *state_dir, const char *name, const char *work
     s->boot_id = pdk_session_current_boot_id();
     s->placeholders = xcalloc(1, sizeof(char *));
     s->protected_paths = xcalloc(1, sizeof(char *));
-    s->dir_fd = openat(sessions_fd, id, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    *out = s;
+    return 0;
+}
+
+int pdk_session_materialize(pdk_session *s, pdk_error *err)
+{
+    _cleanup_free_ char *sessions = xstrdup(s->dir);
+    *strrchr(sessions, '/') = '\0';
+    if (mkdir(sessions, 0700) < 0 && errno != EEXIST)
+        return pdk_error_set(err, errno, "cannot create %s", sessions);
+    _cleanup_close_ int sessions_fd = open(sessions, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (sessions_fd < 0)
+        return pdk_error_set(err, errno, "cannot open %s", sessions);
+    if (mkdirat(sessions_fd, s->id, 0700) < 0) {
+        if (errno == EEXIST)
+            return pdk_error_set(err, 0, "session %s already exists", s->id);
+        return pdk_error_set(err, errno, "cannot create session directory %s", s->dir);
+    }
+    s->dir_fd = openat(sessions_fd, s->id, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
     if (s->dir_fd < 0) {
         pdk_error_set(err, errno, "cannot open %s", s->dir);
         goto fail;
     }
     if (pdk_session_lock(s, err) < 0)
         goto fail;
-    if (mode == PDK_WORKSPACE_OVERLAY &&
+    if (s->mode == PDK_WORKSPACE_OVERLAY &&
         (mkdirat(s->dir_fd, "upper", 0755) < 0 || mkdirat(s->dir_fd, "work", 0700) < 0)) {
-        pdk_error_set(err, errno, "cannot create the layers of session %s", id);
+        pdk_error_set(err, errno, "cannot create the layers of session %s", s->id);
         goto fail;
     }
     if (pdk_session_save(s, false, err) < 0)
         goto fail;
-    *out = s;
     return 0;
 fail:
-    pdk_rm_rf_at(sessions_fd, id);
-    pdk_session_free(s);
+    pdk_session_unlock(s);
+    if (s->dir_fd >= 0) {
+        close(s->dir_fd);
+        s->dir_fd = -1;
+    }
+    pdk_rm_rf_at(sessions_fd, s->id);
     return -1;
+}
+
+int pdk_session_create(const char *state_dir, const char *name, const char *workspace,
+                       pdk_workspace_mode mode, pdk_session **out, pdk_error *err)
+{
+    for (int attempt = 0;; attempt++) {
+        pdk_session *s = NULL;
+        if (pdk_session_prepare(state_dir, name, workspace, mode, &s, err) < 0) {
+            if (!name && attempt < 16 && strstr(err->message, "already exists"))
+                continue;
+            return -1;
+        }
+        if (pdk_session_materialize(s, err) == 0) {
+            *out = s;
+            return 0;
+        }
+        pdk_session_free(s);
+        if (name || attempt >= 16 || !strstr(err->message, "already exists"))
+            return -1;
+    }
 }
 
 int pdk_session_open(const char *state_dir, const char *id, pdk_session **out, pdk_error *err)

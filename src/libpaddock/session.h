@@ -54,6 +54,15 @@ typedef struct pdk_session {
 /* Names: 1-64 of [A-Za-z0-9._-], not starting with '.' or '-'. */
 bool pdk_session_name_valid(const char *name);
 
+/* A new session in memory only (id generated when name is NULL), to be made on disk by
+ * pdk_session_materialize(): paddock run decides everything before the clone and lets the
+ * disk work overlap the sandbox's start. Fails when a session of that name exists. */
+int pdk_session_prepare(const char *state_dir, const char *name, const char *workspace,
+                        pdk_workspace_mode mode, pdk_session **out, pdk_error *err);
+/* Make the prepared session's directory, lock it, make its layers and write its metadata;
+ * on failure nothing is left on disk. */
+int pdk_session_materialize(pdk_session *session, pdk_error *err);
+
 /* Create STATE/sessions/<id> (generating an id when name is NULL). Fails when a session of
  * that name exists. The session is returned locked. */
 int pdk_session_create(const char *state_dir, const char *name, const char *workspace,

@@ -93,6 +93,7 @@ static void handle_message(pdk_supervisor *sup, const pdk_msg *msg, int *fds, si
         event_base_loopbreak(sup->base);
         break;
     case PDK_MSG_GO:
+    case PDK_MSG_MAPS:
     default:
         pdk_debug("unexpected message %u from the sandbox", msg->type);
         break;
