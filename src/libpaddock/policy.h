@@ -96,6 +96,9 @@ extern const char *const pdk_builtin_hidden_home[];
 /* The built-in default policy (what runs when no --policy is given). */
 int pdk_policy_load_default(const pdk_policy_context *ctx, pdk_policy **out, pdk_error *err);
 
+/* The built-in default as YAML text (documentation; parsing it gives the default). */
+const char *pdk_policy_default_text(void);
+
 /* Parse text (name is used in diagnostics). diags may be NULL; when given it is reset and,
  * on failure, holds every problem sorted by position (free with pdk_policy_diags_free).
  * On success every char ** list of the policy is a NULL-terminated array (possibly empty,

@@ -42,11 +42,14 @@ int pdk_state_dir(bool create, char **out, pdk_error *err)
         path = pdk_path_join(home, ".local/state/paddock");
     }
     if (create) {
-        if (pdk_mkdir_p(path, 0700) < 0)
-            return pdk_error_set(err, errno, "cannot create state dir %s", path);
         struct stat st;
-        if (lstat(path, &st) < 0)
-            return pdk_error_set(err, errno, "state dir %s", path);
+        /* Usually there already: one lstat. */
+        if (lstat(path, &st) < 0) {
+            if (errno != ENOENT || pdk_mkdir_p(path, 0700) < 0)
+                return pdk_error_set(err, errno, "cannot create state dir %s", path);
+            if (lstat(path, &st) < 0)
+                return pdk_error_set(err, errno, "state dir %s", path);
+        }
         if (!S_ISDIR(st.st_mode))
             return pdk_error_set(err, ENOTDIR, "state dir %s", path);
         if (st.st_uid != getuid())

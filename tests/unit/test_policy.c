@@ -206,6 +206,33 @@ static void test_builtin_default(void **state)
     assert_int_equal(pdk_policy_load_default(NULL, &p, &err), 0);
     assert_defaults(p);
     pdk_policy_free(p);
+
+    /* The embedded text that documents the default parses to exactly the default. */
+    const char *text = pdk_policy_default_text();
+    p = NULL;
+    pdk_policy_diags diags = {0};
+    assert_int_equal(pdk_policy_parse("<built-in default>", text, strlen(text), &ctx, &p,
+                                      &diags, &err),
+                     0);
+    assert_int_equal(diags.count, 0);
+    assert_defaults(p);
+    pdk_policy *direct = NULL;
+    assert_int_equal(pdk_policy_load_default(&ctx, &direct, &err), 0);
+    assert_int_equal(p->memory_bytes, direct->memory_bytes);
+    assert_int_equal(p->pids, direct->pids);
+    assert_int_equal(p->cpu_millicores, direct->cpu_millicores);
+    assert_int_equal(p->timeout_seconds, direct->timeout_seconds);
+    assert_int_equal(p->landlock_min_abi, direct->landlock_min_abi);
+    assert_int_equal(p->nested_userns, direct->nested_userns);
+    assert_int_equal(p->has_tcp_bind, direct->has_tcp_bind);
+    assert_int_equal(p->has_tcp_connect, direct->has_tcp_connect);
+    assert_int_equal(pdk_strv_length(p->read_deny) + pdk_strv_length(p->read_allow) +
+                         pdk_strv_length(p->write) + pdk_strv_length(p->protect) +
+                         pdk_strv_length(p->env_pass) + p->env_set_count,
+                     0);
+    pdk_policy_free(direct);
+    pdk_policy_diags_free(&diags);
+    pdk_policy_free(p);
 }
 
 static void test_tilde_expansion(void **state)
