@@ -1,8 +1,9 @@
 /* seccomp_filter.h: the sandbox's seccomp filter.
  *
- * Written with libseccomp in seccomp_rules.c and compiled to BPF at build time for the
- * native architecture (x86_64, aarch64), so that nothing is built between start and clone;
- * other architectures' syscalls (i386, x32) kill the process. Denied with EPERM: ptrace, process_vm_readv/writev,
+ * Written with libseccomp in seccomp_rules.c and compiled to BPF at build time, for x86_64
+ * and aarch64 whatever the build machine (tests/unit/test_seccomp.c runs both in a BPF
+ * interpreter), so that nothing is built between start and clone; other architectures'
+ * syscalls (i386, arm, x32) kill the process. Denied with EPERM: ptrace, process_vm_readv/writev,
  * pidfd_getfd, io_uring_*, bpf, perf_event_open, userfaultfd, keyctl/add_key/request_key,
  * kexec_*, module loading, syslog, mount/umount2/pivot_root/chroot and the new mount API,
  * unshare/setns and clone with namespace flags (unless nested user namespaces are allowed),
@@ -28,7 +29,16 @@ typedef struct pdk_seccomp_program {
 
 /* Variants: bit 0 = nested user namespaces allowed. */
 #define PDK_SECCOMP_VARIANTS 2
-extern const pdk_seccomp_program pdk__seccomp_programs[PDK_SECCOMP_VARIANTS];
+
+/* The programs of one architecture. */
+typedef struct pdk_seccomp_program_set {
+    const char *arch; /* "x86_64", "aarch64"; NULL ends the list */
+    pdk_seccomp_program programs[PDK_SECCOMP_VARIANTS];
+} pdk_seccomp_program_set;
+
+/* Every architecture's (for tests), and the running architecture's. */
+extern const pdk_seccomp_program_set pdk__seccomp_program_sets[];
+extern const pdk_seccomp_program *const pdk__seccomp_programs;
 
 /* Pick the program for options (no allocation; out points at static data). */
 int pdk_seccomp_build(const pdk_seccomp_options *options, pdk_seccomp_program *out,

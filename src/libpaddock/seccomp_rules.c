@@ -1,8 +1,10 @@
 /* seccomp_rules.c: the sandbox's seccomp rules, written with libseccomp. This is a
- * build-time generator: it compiles the rules into BPF for the build's architecture, one
- * program per variant, and writes them as C arrays (seccomp_programs.c). At run time paddock
- * only picks a program and installs it: nothing is built between start and clone, and
- * libseccomp is not loaded at all. seccomp_filter.h lists what is denied.
+ * build-time generator: it compiles the rules into BPF for every architecture paddock
+ * supports (x86_64 and aarch64, whatever the build machine is), one program per variant,
+ * and writes them as C arrays (seccomp_programs.c). At run time paddock only picks the
+ * program of its architecture and installs it: nothing is built between start and clone,
+ * and libseccomp is not loaded at all. seccomp_filter.h lists what is denied;
+ * tests/unit/test_seccomp.c runs every program in a BPF interpreter.
  *
  *   paddock-seccomp-gen OUTPUT.c
  */
@@ -67,18 +69,35 @@ static const struct {
     {"open_tree_attr", 467},
 };
 
-static int rule(scmp_filter_ctx ctx, uint32_t action, int nr, unsigned count,
+/* The architecture the program being built is for (one architecture a program). */
+static uint32_t target_arch;
+
+/* Add a rule for the syscall called name; one this architecture does not have is skipped.
+ * Rules are given with the build machine's (native) numbers, which libseccomp translates by
+ * name into the target's. raw (when >= 0) is for a syscall libseccomp does not know yet:
+ * then the rule can only be added for the native architecture (elsewhere the capability
+ * checks of the kernel, with every capability dropped, still refuse it). */
+static int rule_raw(scmp_filter_ctx ctx, uint32_t action, const char *name, int raw,
+                    unsigned count, const struct scmp_arg_cmp *cmp)
+{
+    int native = seccomp_syscall_resolve_name(name);
+    int target = seccomp_syscall_resolve_name_arch(target_arch, name);
+    if (native >= 0 && target >= 0)
+        return seccomp_rule_add_array(ctx, action, native, count, cmp);
+    if (native == __NR_SCMP_ERROR && raw >= 0 && target_arch == seccomp_arch_native())
+        return seccomp_rule_add_exact_array(ctx, action, raw, count, cmp);
+    return 0;
+}
+
+static int rule(scmp_filter_ctx ctx, uint32_t action, const char *name, unsigned count,
                 const struct scmp_arg_cmp *cmp)
 {
-    return seccomp_rule_add_array(ctx, action, nr, count, cmp);
+    return rule_raw(ctx, action, name, -1, count, cmp);
 }
 
 static int deny_name(scmp_filter_ctx ctx, const char *name)
 {
-    int nr = seccomp_syscall_resolve_name(name);
-    if (nr == __NR_SCMP_ERROR)
-        return 0; /* not on this architecture */
-    return rule(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0, NULL);
+    return rule(ctx, SCMP_ACT_ERRNO(EPERM), name, 0, NULL);
 }
 
 static int build_rules(scmp_filter_ctx ctx, const pdk_seccomp_options *options,
@@ -99,9 +118,8 @@ static int build_rules(scmp_filter_ctx ctx, const pdk_seccomp_options *options,
             }
         }
         for (size_t i = 0; i < PDK_ARRAY_SIZE(newer_syscalls); i++) {
-            if (seccomp_syscall_resolve_name(newer_syscalls[i].name) != __NR_SCMP_ERROR)
-                continue;
-            if ((r = rule(ctx, SCMP_ACT_ERRNO(EPERM), newer_syscalls[i].nr, 0, NULL)) < 0) {
+            if ((r = rule_raw(ctx, SCMP_ACT_ERRNO(EPERM), newer_syscalls[i].name,
+                              newer_syscalls[i].nr, 0, NULL)) < 0) {
                 *what = newer_syscalls[i].name;
                 return r;
             }
@@ -114,12 +132,12 @@ static int build_rules(scmp_filter_ctx ctx, const pdk_seccomp_options *options,
             if (!(NAMESPACE_CLONE_FLAGS & flag))
                 continue;
             struct scmp_arg_cmp c = SCMP_A0(SCMP_CMP_MASKED_EQ, flag, flag);
-            if ((r = rule(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1, &c)) < 0) {
+            if ((r = rule(ctx, SCMP_ACT_ERRNO(EPERM), "clone", 1, &c)) < 0) {
                 *what = "clone";
                 return r;
             }
         }
-        if ((r = rule(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0, NULL)) < 0) {
+        if ((r = rule(ctx, SCMP_ACT_ERRNO(ENOSYS), "clone3", 0, NULL)) < 0) {
             *what = "clone3";
             return r;
         }
@@ -133,8 +151,8 @@ static int build_rules(scmp_filter_ctx ctx, const pdk_seccomp_options *options,
         const uint64_t b = 1ull << bit, top = 1ull << 31;
         struct scmp_arg_cmp low = SCMP_A0(SCMP_CMP_MASKED_EQ, top | b, b);
         struct scmp_arg_cmp high = SCMP_A0(SCMP_CMP_MASKED_EQ, top | b, top);
-        if ((r = rule(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(personality), 1, &low)) < 0 ||
-            (r = rule(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(personality), 1, &high)) < 0) {
+        if ((r = rule(ctx, SCMP_ACT_ERRNO(EPERM), "personality", 1, &low)) < 0 ||
+            (r = rule(ctx, SCMP_ACT_ERRNO(EPERM), "personality", 1, &high)) < 0) {
             *what = "personality";
             return r;
         }
@@ -145,7 +163,7 @@ static int build_rules(scmp_filter_ctx ctx, const pdk_seccomp_options *options,
     static const unsigned long bad_ioctls[] = {TIOCSTI, TIOCLINUX};
     for (size_t i = 0; i < PDK_ARRAY_SIZE(bad_ioctls); i++) {
         struct scmp_arg_cmp c = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, bad_ioctls[i]);
-        if ((r = rule(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1, &c)) < 0) {
+        if ((r = rule(ctx, SCMP_ACT_ERRNO(EPERM), "ioctl", 1, &c)) < 0) {
             *what = "ioctl";
             return r;
         }
@@ -154,14 +172,14 @@ static int build_rules(scmp_filter_ctx ctx, const pdk_seccomp_options *options,
     /* socket: AF_UNIX (1), AF_INET (2), AF_INET6 (10) only. */
     {
         struct scmp_arg_cmp c = SCMP_A0(SCMP_CMP_GE, AF_INET6 + 1);
-        if ((r = rule(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socket), 1, &c)) < 0) {
+        if ((r = rule(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), "socket", 1, &c)) < 0) {
             *what = "socket";
             return r;
         }
         static const int others[] = {0, 3, 4, 5, 6, 7, 8, 9};
         for (size_t i = 0; i < PDK_ARRAY_SIZE(others); i++) {
             struct scmp_arg_cmp e = SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)others[i]);
-            if ((r = rule(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socket), 1, &e)) < 0) {
+            if ((r = rule(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), "socket", 1, &e)) < 0) {
                 *what = "socket";
                 return r;
             }
@@ -171,14 +189,31 @@ static int build_rules(scmp_filter_ctx ctx, const pdk_seccomp_options *options,
 }
 
 
-static int generate(FILE *out, unsigned variant)
+static const struct {
+    const char *name;   /* as in the generated names */
+    const char *cpp;    /* the compiler's macro for it */
+    uint32_t token;     /* libseccomp's */
+} arches[] = {
+    {"x86_64", "__x86_64__", SCMP_ARCH_X86_64},
+    {"aarch64", "__aarch64__", SCMP_ARCH_AARCH64},
+};
+
+static int generate(FILE *out, size_t arch, unsigned variant)
 {
     pdk_seccomp_options options = {.nested_userns = (variant & 1) != 0};
+    target_arch = arches[arch].token;
     scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
     if (!ctx)
         return -ENOMEM;
     const char *what = "setup";
-    int r = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
+    int r = 0;
+    if (arches[arch].token != seccomp_arch_native()) {
+        r = seccomp_arch_add(ctx, arches[arch].token);
+        if (r == 0)
+            r = seccomp_arch_remove(ctx, SCMP_ARCH_NATIVE);
+    }
+    if (r == 0)
+        r = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
     if (r == 0)
         r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0);
     if (r == 0)
@@ -186,7 +221,8 @@ static int generate(FILE *out, unsigned variant)
     if (r == 0)
         r = build_rules(ctx, &options, &what);
     if (r < 0) {
-        fprintf(stderr, "paddock-seccomp-gen: rule for %s: %s\n", what, strerror(-r));
+        fprintf(stderr, "paddock-seccomp-gen: %s: rule for %s: %s\n", arches[arch].name, what,
+                strerror(-r));
         seccomp_release(ctx);
         return r;
     }
@@ -204,7 +240,8 @@ static int generate(FILE *out, unsigned variant)
     if (!prog || pread(mfd, prog, (size_t)st.st_size, 0) != st.st_size)
         return -EIO;
     close(mfd);
-    fprintf(out, "static const struct sock_filter program_%u[%zu] = {\n", variant, n);
+    fprintf(out, "static const struct sock_filter program_%s_%u[%zu] = {\n", arches[arch].name,
+            variant, n);
     for (size_t i = 0; i < n; i++)
         fprintf(out, "    {0x%04x, %u, %u, 0x%08x},\n", prog[i].code, prog[i].jt, prog[i].jf,
                 prog[i].k);
@@ -226,16 +263,31 @@ int main(int argc, char **argv)
     }
     fprintf(out, "/* Generated by paddock-seccomp-gen from seccomp_rules.c; do not edit. */\n"
                  "#include \"seccomp_filter.h\"\n\n");
-    for (unsigned v = 0; v < PDK_SECCOMP_VARIANTS; v++)
-        if (generate(out, v) < 0) {
-            fclose(out);
-            unlink(argv[1]);
-            return 1;
-        }
-    fprintf(out, "const pdk_seccomp_program pdk__seccomp_programs[PDK_SECCOMP_VARIANTS] = {\n");
-    for (unsigned v = 0; v < PDK_SECCOMP_VARIANTS; v++)
-        fprintf(out, "    {(struct sock_filter *)program_%u, PDK_ARRAY_SIZE(program_%u)},\n", v, v);
-    fprintf(out, "};\n");
+    for (size_t a = 0; a < PDK_ARRAY_SIZE(arches); a++)
+        for (unsigned v = 0; v < PDK_SECCOMP_VARIANTS; v++)
+            if (generate(out, a, v) < 0) {
+                fclose(out);
+                unlink(argv[1]);
+                return 1;
+            }
+    /* Every architecture's programs, for the tests ... */
+    fprintf(out, "const pdk_seccomp_program_set pdk__seccomp_program_sets[] = {\n");
+    for (size_t a = 0; a < PDK_ARRAY_SIZE(arches); a++) {
+        fprintf(out, "    {\"%s\", {", arches[a].name);
+        for (unsigned v = 0; v < PDK_SECCOMP_VARIANTS; v++)
+            fprintf(out, "{(struct sock_filter *)program_%s_%u, PDK_ARRAY_SIZE(program_%s_%u)}, ",
+                    arches[a].name, v, arches[a].name, v);
+        fprintf(out, "}},\n");
+    }
+    fprintf(out, "    {NULL, {{NULL, 0}}},\n};\n\n");
+    /* ... and the running one's, for paddock. */
+    for (size_t a = 0; a < PDK_ARRAY_SIZE(arches); a++) {
+        fprintf(out, "%s defined(%s)\n", a == 0 ? "#if" : "#elif", arches[a].cpp);
+        fprintf(out, "const pdk_seccomp_program *const pdk__seccomp_programs = "
+                     "pdk__seccomp_program_sets[%zu].programs;\n", a);
+    }
+    fprintf(out, "#else\n#error \"paddock's seccomp filter is built for x86_64 and aarch64\"\n"
+                 "#endif\n");
     if (fclose(out) != 0) {
         unlink(argv[1]);
         return 1;
