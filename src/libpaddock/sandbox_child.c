@@ -278,6 +278,10 @@ void pdk__sandbox_child_main(const pdk__child_args *args)
         if (setresgid(idmap->inside_gid, idmap->inside_gid, idmap->inside_gid) < 0 ||
             setresuid(0, 0, 0) < 0)
             die("switching to the sandbox's ids: %s", strerror(errno));
+        /* A change of ids clears the parent-death signal: arm it again. Should the
+         * supervisor have died in between, the receive of "go" below sees it. */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+            die("prctl(PR_SET_PDEATHSIG): %s", strerror(errno));
         /* While the supervisor prepares the session and the bind sources. */
         builder = pdk_mounts_begin(cfg, idmap, sync_fd, &err);
         if (!builder)

@@ -4,6 +4,7 @@
 # the sandbox is left. Each case waits on events: the command's first line, then its exit.
 . "$(dirname "$0")/lib.sh"
 need_userns
+MOUNTS_BEFORE=$(mountinfo_count)
 
 # sig_case SIGNAL CODE: start a sandboxed sleep, send SIGNAL to paddock, expect exit CODE.
 sig_case() {
@@ -25,3 +26,25 @@ sig_case INT 130
 sig_case TERM 143
 sig_case HUP 129
 sig_case USR1 138
+
+# The sandbox dies with its supervisor: SIGKILL to paddock (no chance to clean up) takes
+# every sandboxed process with it, and the session it used runs again afterwards.
+start_bg kill.fifo --session killed --workspace "$WS" -- "$PROBE" sleep-forever "$TAG-kill"
+if read_bg_line && [ "$BG_LINE" = ok ]; then
+    victims=$(_scan_pids all "$TAG-kill" "" 0)
+    expect_match "the sandboxed command runs (host pids: $victims)" '^[0-9]' "$victims"
+    kill -KILL "$BG_PID"
+    wait "$BG_PID" 2>/dev/null
+    for pid in $victims; do
+        timeout 20 tail --pid="$pid" -f /dev/null
+    done
+    expect_eq "SIGKILL to paddock: every sandboxed process is gone" "" \
+        "$(_scan_pids all "$TAG-kill" "" 0)"
+    expect_eq "SIGKILL to paddock: the mount table is as before" "$MOUNTS_BEFORE" \
+        "$(mountinfo_count)"
+    wrun --session killed -- "$PROBE" write "$WS/after-kill.txt"
+    expect_eq "the session of a killed run runs again (exit 0)" 0 "$RC"
+    expect_eq "and writes to its layer" ok "$OUT"
+else
+    not_ok "the sandboxed command started before the SIGKILL"
+fi
