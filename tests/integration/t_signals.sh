@@ -48,3 +48,9 @@ if read_bg_line && [ "$BG_LINE" = ok ]; then
 else
     not_ok "the sandboxed command started before the SIGKILL"
 fi
+
+# stdin, stdout and stderr are the caller's own.
+out=$(cd "$WS" && printf 'line one\nline two\n' | HOME="$TEST_HOME" PATH="$SANDBOX_PATH" \
+    timeout 60 "$PADDOCK" run --workspace "$WS" -- sh -c 'cat; echo to-stderr >&2' 2>"$T/stdio.err")
+expect_eq "stdin reaches the command and its stdout comes back" "$(printf 'line one\nline two')" "$out"
+expect_match "the command's stderr is paddock's stderr" '^to-stderr' "$(cat "$T/stdio.err")"
