@@ -20,3 +20,14 @@ wrun -- cat /proc/self/cgroup
 expect_eq "the sandbox's own cgroup runs" 0 "$RC"
 expect_eq "every cgroup path inside is the root of its namespace" "" \
     "$(printf '%s\n' "$OUT" | awk -F: '$3 != "/" {print}')"
+
+# With a memory limit the sandbox runs in a cgroup of its own, still seen as the root.
+write_policy "$T/mem.yaml" 'version: 1
+limits: {memory: 256M}'
+wrun --policy "$T/mem.yaml" -- cat /proc/self/cgroup
+if [ "$RC" -eq 0 ]; then
+    expect_eq "with a cgroup of its own, every cgroup path inside is still the root" "" \
+        "$(printf '%s\n' "$OUT" | awk -F: '$3 != "/" {print}')"
+else
+    skip "cgroup paths with a memory limit" "no usable cgroup here (exit $RC)"
+fi
