@@ -65,6 +65,24 @@ bool pdk_commit_path_protected(const char *path, char *const *protected_paths)
     return false;
 }
 
+/* True when a protected entry lies strictly beneath path ("a" for ".git/config" when path
+ * is ".git"): a file or symlink there would take the place of the protected path's
+ * directory (a ".git" symlink to a directory the sandbox filled, say). */
+static bool path_is_above_protected(const char *path, char *const *protected_paths)
+{
+    size_t n = strlen(path);
+    for (size_t i = 0; protected_paths && protected_paths[i]; i++) {
+        const char *p = protected_paths[i];
+        while (p[0] == '.' && p[1] == '/')
+            p += 2;
+        while (*p == '/')
+            p++;
+        if (strncmp(p, path, n) == 0 && p[n] == '/' && p[n + 1] != '\0')
+            return true;
+    }
+    return false;
+}
+
 void pdk_commit_result_free(pdk_commit_result *result)
 {
     if (!result)
@@ -231,6 +249,13 @@ static void check_change(commit_ctx *ctx, size_t i)
         refuse(ctx, c->path,
                "protected path (read-only in the sandbox); add "
                "--include-protected to commit it anyway");
+        return;
+    }
+    if (!req->allow_protected && c->new_kind != PDK_KIND_NONE && c->new_kind != PDK_KIND_DIR &&
+        path_is_above_protected(c->path, req->protected_paths)) {
+        refuse(ctx, c->path,
+               "it would replace the directory of a protected path with a file or a symlink; "
+               "add --include-protected to commit it anyway");
         return;
     }
     bool deleted_outside = c->status == PDK_CHANGE_ADDED && c->has_origin && !c->origin_elsewhere;

@@ -204,3 +204,20 @@ probe --workspace-mode direct -- write "$WS/direct.txt"
 expect_eq "direct mode: the write succeeds" ok "$OUT"
 expect_eq "direct mode: it is in the real workspace at once" "written by paddock-probe" \
     "$(cat "$WS/direct.txt" 2>&1)"
+
+# A symlink (or file) where a protected path's directory must be (".git" -> a directory the
+# sandbox filled) would hand the real workspace a git config of the sandbox's making:
+# commit refuses it unless --include-protected, and commits the rest when named.
+GL=$(mktemp -d /tmp/paddock-gitlink.XXXXXX) && cleanup_path "$GL"
+(cd "$GL" && pdk_run --session gitlink --workspace "$GL" -- sh -c \
+    'mkdir -p /tmp/evil && ln -s /tmp/evil .git && echo data > data.txt' >/dev/null 2>&1)
+pdk commit gitlink
+expect_eq "commit refuses a .git symlink (exit 1)" 1 "$RC"
+expect_match "and says why" '\.git: it would replace the directory of a protected path' "$ERR"
+if [ -e "$GL/.git" ] || [ -L "$GL/.git" ]; then
+    not_ok "no .git appeared in the real workspace"
+else
+    ok "no .git appeared in the real workspace"
+fi
+pdk commit gitlink data.txt
+expect_eq "the other path commits when named" "0 data" "$RC $(cat "$GL/data.txt" 2>/dev/null)"
