@@ -80,8 +80,10 @@ typedef struct pdk_policy {
 } pdk_policy;
 
 /* Workspace-relative paths that are read-only in every sandbox (and that commit refuses by
- * default), whatever the policy says: ".git/hooks/", ".git/config", ".mcp.json" and editor
- * settings. A trailing "/" marks a directory. NULL-terminated. */
+ * default), whatever the policy says: ".git/hooks/", ".git/config", ".mcp.json", editor
+ * settings, and the settings, commands and agents of coding agents (".codex/",
+ * ".claude/..."): code that runs later outside the sandbox. A trailing "/" marks a
+ * directory. NULL-terminated. */
 extern const char *const pdk_builtin_protected[];
 
 /* Home-relative start-up files (shell rc files, ".gitconfig") that are read-only wherever

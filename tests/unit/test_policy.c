@@ -954,8 +954,9 @@ static void test_load_file(void **state)
 
 static void test_builtin_lists(void **state)
 {
-    static const char *const protected_paths[] = {".git/hooks/", ".git/config", ".mcp.json",
-                                                  ".vscode/", ".idea/", NULL};
+    static const char *const protected_paths[] = {
+        ".git/hooks/", ".git/config", ".mcp.json", ".vscode/", ".idea/", ".codex/",
+        ".claude/settings.json", ".claude/commands/", ".claude/agents/", NULL};
     assert_strv_equal((char **)pdk_builtin_protected, protected_paths);
     static const char *const protected_home[] = {
         ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile",
