@@ -54,3 +54,20 @@ out=$(cd "$WS" && printf 'line one\nline two\n' | HOME="$TEST_HOME" PATH="$SANDB
     timeout 60 "$PADDOCK" run --workspace "$WS" -- sh -c 'cat; echo to-stderr >&2' 2>"$T/stdio.err")
 expect_eq "stdin reaches the command and its stdout comes back" "$(printf 'line one\nline two')" "$out"
 expect_match "the command's stderr is paddock's stderr" '^to-stderr' "$(cat "$T/stdio.err")"
+
+# One run at a time on a session: a second run, and a commit, are refused while the first
+# holds it, naming the holder; both work once it is gone.
+start_bg busy.fifo --session busy --workspace "$WS" -- "$PROBE" sleep-forever "$TAG-busy"
+if read_bg_line && [ "$BG_LINE" = ok ]; then
+    wrun --session busy -- true
+    expect_eq "a second run on a busy session fails (125)" 125 "$RC"
+    expect_match "and names the paddock that holds it" "session busy is in use by paddock pid $BG_PID" "$ERR"
+    pdk commit busy
+    expect_eq "a commit of a busy session is refused (exit 1)" 1 "$RC"
+    kill -TERM "$BG_PID"
+    wait "$BG_PID" 2>/dev/null
+    wrun --session busy -- true
+    expect_eq "once the first run is gone, the session runs again" 0 "$RC"
+else
+    not_ok "the first run on the session started"
+fi
