@@ -31,6 +31,11 @@ int pdk_cmd_commit(int argc, char **argv);
 int pdk_cmd_discard(int argc, char **argv);
 int pdk_cmd_doctor(int argc, char **argv);
 
+/* Options of the subcommands that take only --json and --help: parses argv, leaves optind
+ * at the first operand. Returns -1 to go on, else the exit status to return at once
+ * (after --help, or a bad option). */
+int pdk_cli_parse_json_help(int argc, char **argv, const char *usage, bool *json);
+
 /* Print "paddock CMD: message" and a hint to stderr; returns PDK_EXIT_USAGE. */
 int pdk_cli_usage_error(const char *cmd, const char *fmt, ...) PDK_PRINTF(2, 3);
 /* The message for getopt's '?' result (unknown option or missing argument). */

@@ -3,7 +3,6 @@
 
 #include "../libpaddock/session.h"
 
-#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -17,23 +16,10 @@ static const char usage[] = "usage: paddock discard SESSION...\n"
 
 int pdk_cmd_discard(int argc, char **argv)
 {
-    static const struct option options[] = {
-        {"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
     bool json = false;
-    opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
-        switch (c) {
-        case 'j':
-            json = true;
-            break;
-        case 'h':
-            fputs(usage, stdout);
-            return PDK_EXIT_OK;
-        default:
-            return pdk_cli_bad_option("discard", optopt, argv, optind);
-        }
-    }
+    int early = pdk_cli_parse_json_help(argc, argv, usage, &json);
+    if (early >= 0)
+        return early;
     if (optind >= argc)
         return pdk_cli_usage_error("discard", "no session given");
     pdk_error err = {0};

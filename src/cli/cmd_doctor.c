@@ -3,7 +3,6 @@
 
 #include "../libpaddock/doctor.h"
 
-#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -19,23 +18,10 @@ static const char usage[] = "usage: paddock doctor [--json]\n"
 
 int pdk_cmd_doctor(int argc, char **argv)
 {
-    static const struct option options[] = {
-        {"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
     bool json = false;
-    opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
-        switch (c) {
-        case 'j':
-            json = true;
-            break;
-        case 'h':
-            fputs(usage, stdout);
-            return PDK_EXIT_OK;
-        default:
-            return pdk_cli_bad_option("doctor", optopt, argv, optind);
-        }
-    }
+    int early = pdk_cli_parse_json_help(argc, argv, usage, &json);
+    if (early >= 0)
+        return early;
     if (optind < argc)
         return pdk_cli_usage_error("doctor", "unexpected argument '%s'", argv[optind]);
 

@@ -5,7 +5,6 @@
 #include "../libpaddock/session.h"
 
 #include <fcntl.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -46,23 +45,10 @@ static void format_time(int64_t ns, char *buf, size_t len)
 
 int pdk_cmd_sessions(int argc, char **argv)
 {
-    static const struct option options[] = {
-        {"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
     bool json = false;
-    opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
-        switch (c) {
-        case 'j':
-            json = true;
-            break;
-        case 'h':
-            fputs(usage, stdout);
-            return PDK_EXIT_OK;
-        default:
-            return pdk_cli_bad_option("sessions", optopt, argv, optind);
-        }
-    }
+    int early = pdk_cli_parse_json_help(argc, argv, usage, &json);
+    if (early >= 0)
+        return early;
     if (optind < argc)
         return pdk_cli_usage_error("sessions", "unexpected argument '%s'", argv[optind]);
     pdk_error err = {0};

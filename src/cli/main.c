@@ -33,6 +33,29 @@ static void print_usage(FILE *out)
                  "\n'paddock COMMAND --help' describes a command; man paddock has it all.\n");
 }
 
+int pdk_cli_parse_json_help(int argc, char **argv, const char *usage, bool *json)
+{
+    static const struct option options[] = {
+        {"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+    *json = false;
+    opterr = 0;
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+        switch (c) {
+        case 'j':
+            *json = true;
+            break;
+        case 'h':
+            fputs(usage, stdout);
+            return PDK_EXIT_OK;
+        default:
+            return pdk_cli_bad_option(argv[0], optopt, argv, optind);
+        }
+    }
+    return -1;
+}
+
 int pdk_cli_usage_error(const char *cmd, const char *fmt, ...)
 {
     char msg[1024];
