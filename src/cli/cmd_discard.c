@@ -4,6 +4,7 @@
 #include "../libpaddock/session.h"
 
 #include <stdio.h>
+#include <unistd.h>
 #include <string.h>
 
 static const char usage[] = "usage: paddock discard SESSION...\n"

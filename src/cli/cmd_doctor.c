@@ -4,6 +4,7 @@
 #include "../libpaddock/doctor.h"
 
 #include <stdio.h>
+#include <unistd.h>
 #include <string.h>
 
 static const char usage[] = "usage: paddock doctor [--json]\n"
