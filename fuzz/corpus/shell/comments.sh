@@ -1,0 +1,5 @@
+# comment
+ls # trailing && rm
+echo a#b "#c"
+# x \
+rm y

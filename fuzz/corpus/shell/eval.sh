@@ -1,0 +1,1 @@
+eval "$x"; exec rm; . ./env; command -v eval; builtin eval x

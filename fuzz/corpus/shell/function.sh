@@ -1,0 +1,2 @@
+f() { rm x; }; f
+function g { :; }

@@ -1,0 +1,1 @@
+echo 'a b' "c \" $HOME" a\ b 'x'"y"z ""

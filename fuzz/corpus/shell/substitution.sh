@@ -1,0 +1,2 @@
+echo "today: $(date +%F)" `whoami` $(dirname $(readlink -f "$0")) `echo \`id\``
+REV=$(git rev-parse HEAD)

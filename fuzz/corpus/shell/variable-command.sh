@@ -1,0 +1,1 @@
+$CMD arg; ${X} y; "$HOME/bin/x"

@@ -1,0 +1,78 @@
+/* fuzz_shell.c: libFuzzer target for the shell splitter (src/libpaddock/shell.c).
+ *
+ * The input is a script. Besides pdk_shell_split, its lines go through
+ * pdk_shell_wrapper_script as argv words. The invariants of shell.h are checked: a
+ * reducible split has no reason and commands whose argv[0] is a non-NULL word; an
+ * unreducible one has a reason, a single line, and no commands. Splitting is deterministic.
+ * The .c is included so that the target does not depend on the library's source list.
+ * Built with -fsanitize=fuzzer (fuzz/meson.build, -Dfuzz=true) and, without libFuzzer, as
+ * fuzz-shell-replay (replay.c) for the committed corpus.
+ */
+#include "shell.h"
+#include "util.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static size_t check_split(const pdk_shell_split_t *s)
+{
+    size_t total = 0;
+    if (s->reducible) {
+        if (s->reason || (s->count && !s->commands))
+            abort();
+        for (size_t i = 0; i < s->count; i++) {
+            const pdk_shell_command *c = &s->commands[i];
+            if (!c->argv || !c->argv[0] || !c->assignments)
+                abort();
+            for (size_t j = 0; c->argv[j]; j++)
+                total += strlen(c->argv[j]) + 1;
+            for (size_t j = 0; c->assignments[j]; j++)
+                if (!strchr(c->assignments[j], '='))
+                    abort();
+        }
+    } else {
+        if (!s->reason || !s->reason[0] || strchr(s->reason, '\n') || s->commands || s->count)
+            abort();
+    }
+    return total;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    char *script = xstrndup((const char *)data, size);
+    pdk_shell_split_t a, b;
+    pdk_shell_split(script, &a);
+    size_t total = check_split(&a);
+    pdk_shell_split(script, &b);
+    if (a.reducible != b.reducible || a.count != b.count || check_split(&b) != total)
+        abort();
+    pdk_shell_split_free(&a);
+    pdk_shell_split_free(&b);
+    if (a.commands || a.reason || a.count)
+        abort();
+
+    /* Lines as argv words. */
+    char **argv = NULL;
+    char *save = NULL;
+    for (char *line = strtok_r(script, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+        pdk_strv_push(&argv, line);
+    if (argv) {
+        const char *inner = pdk_shell_wrapper_script(argv);
+        if (inner) {
+            bool inside = false;
+            for (size_t i = 1; argv[i]; i++)
+                inside |= argv[i] == inner;
+            if (!inside)
+                abort();
+            pdk_shell_split(inner, &a);
+            check_split(&a);
+            pdk_shell_split_free(&a);
+        }
+    }
+    pdk_strv_free(argv);
+    free(script);
+    return 0;
+}

@@ -1,0 +1,171 @@
+/* command_rules.c: see command_rules.h. */
+#include "command_rules.h"
+
+#include "shell.h"
+
+#include <fnmatch.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* How deep shell wrappers may nest (sh -c "bash -c '...'") before the rest is judged as a
+ * whole. */
+#define MAX_SHELL_DEPTH 8
+
+static const char *const decision_names[] = {"allow", "confine", "ask", "deny"};
+
+const char *pdk_decision_name(pdk_decision decision)
+{
+    if ((unsigned)decision < PDK_ARRAY_SIZE(decision_names))
+        return decision_names[decision];
+    return "?";
+}
+
+int pdk_decision_parse(const char *name, pdk_decision *out)
+{
+    for (size_t i = 0; i < PDK_ARRAY_SIZE(decision_names); i++) {
+        if (strcmp(name, decision_names[i]) == 0) {
+            *out = (pdk_decision)i;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+void pdk_command_rules_add(pdk_command_rules *rules, char *const *const *tokens,
+                           size_t token_count, pdk_decision decision, const char *reason)
+{
+    rules->rules = xrealloc(rules->rules, (rules->count + 1) * sizeof(*rules->rules));
+    pdk_command_rule *r = &rules->rules[rules->count++];
+    r->tokens = xcalloc(token_count ? token_count : 1, sizeof(*r->tokens));
+    r->token_count = token_count;
+    for (size_t i = 0; i < token_count; i++)
+        r->tokens[i].alternatives = pdk_strv_copy(tokens[i]);
+    r->decision = decision;
+    r->reason = reason ? xstrdup(reason) : NULL;
+}
+
+void pdk_command_rules_free(pdk_command_rules *rules)
+{
+    for (size_t i = 0; i < rules->count; i++) {
+        for (size_t t = 0; t < rules->rules[i].token_count; t++)
+            pdk_strv_free(rules->rules[i].tokens[t].alternatives);
+        free(rules->rules[i].tokens);
+        free(rules->rules[i].reason);
+    }
+    free(rules->rules);
+    rules->rules = NULL;
+    rules->count = 0;
+}
+
+static const char *basename_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+static bool token_matches(const pdk_pattern_token *token, const char *word, bool executable)
+{
+    for (size_t i = 0; token->alternatives[i]; i++) {
+        const char *alt = token->alternatives[i];
+        const char *subject = word;
+        if (executable && !strchr(alt, '/'))
+            subject = basename_of(word);
+        if (fnmatch(alt, subject, 0) == 0)
+            return true;
+    }
+    return false;
+}
+
+bool pdk_command_rule_matches(const pdk_command_rule *rule, char *const *argv)
+{
+    if (rule->token_count == 0)
+        return false;
+    for (size_t i = 0; i < rule->token_count; i++) {
+        if (!argv[i])
+            return false; /* the command is shorter than the pattern */
+        if (!token_matches(&rule->tokens[i], argv[i], i == 0))
+            return false;
+    }
+    return true;
+}
+
+/* The strictest rule matching argv itself: its index, or -1. */
+static ssize_t strictest_rule(const pdk_command_rules *rules, char *const *argv)
+{
+    ssize_t best = -1;
+    for (size_t i = 0; i < rules->count; i++) {
+        if (!pdk_command_rule_matches(&rules->rules[i], argv))
+            continue;
+        if (best < 0 || rules->rules[i].decision > rules->rules[best].decision)
+            best = (ssize_t)i;
+    }
+    return best;
+}
+
+/* Fold a candidate into the verdict when it is stricter (the first of equals stays). */
+static void consider(pdk_command_verdict *v, pdk_decision d, ssize_t rule, const char *reason)
+{
+    if (d > v->decision || (v->rule < 0 && rule >= 0 && d == v->decision)) {
+        v->decision = d;
+        v->rule = rule;
+        v->reason = reason;
+    }
+}
+
+static const char *rule_reason(const pdk_command_rules *rules, ssize_t i)
+{
+    const char *r = rules->rules[i].reason;
+    return r && *r ? r : "matched a command rule";
+}
+
+static void judge(const pdk_command_rules *rules, char *const *argv, int depth,
+                  pdk_command_verdict *v)
+{
+    /* Rules about the command itself (the wrapper too, when it is one). */
+    ssize_t own = strictest_rule(rules, argv);
+    if (own >= 0)
+        consider(v, rules->rules[own].decision, own, rule_reason(rules, own));
+
+    const char *script = depth < MAX_SHELL_DEPTH ? pdk_shell_wrapper_script(argv) : NULL;
+    if (!script) {
+        if (own < 0)
+            consider(v, rules->default_decision, -1, "the default for commands");
+        return;
+    }
+    v->through_shell = true;
+    pdk_shell_split_t split;
+    pdk_shell_split(script, &split);
+    if (!split.reducible) {
+        v->unreducible = true;
+        /* Judged as a whole: a rule about the wrapper decides, else ask (or a stricter
+         * default). */
+        if (own < 0) {
+            pdk_decision d = rules->default_decision > PDK_DECISION_ASK ? rules->default_decision
+                                                                        : PDK_DECISION_ASK;
+            consider(v, d, -1, "a shell script paddock cannot split into its commands");
+        }
+    } else if (split.count == 0) {
+        if (own < 0)
+            consider(v, rules->default_decision, -1, "the default for commands");
+    } else {
+        for (size_t i = 0; i < split.count; i++)
+            if (split.commands[i].argv && split.commands[i].argv[0])
+                judge(rules, split.commands[i].argv, depth + 1, v);
+    }
+    pdk_shell_split_free(&split);
+}
+
+void pdk_command_rules_judge(const pdk_command_rules *rules, char *const *argv,
+                             pdk_command_verdict *out)
+{
+    /* Start below every candidate, so that the first one sets the verdict. */
+    memset(out, 0, sizeof(*out));
+    out->decision = PDK_DECISION_ALLOW;
+    out->rule = -1;
+    out->reason = "the default for commands";
+    if (!argv || !argv[0]) {
+        out->decision = rules->default_decision;
+        return;
+    }
+    judge(rules, argv, 0, out);
+}
