@@ -402,6 +402,9 @@ static int scan_fail(scan_ctx *ctx, const char *path, const char *what)
 }
 
 /* Every lower entry at and beneath path (lst describes it) becomes a deletion. */
+static int add_deleted_children(scan_ctx *ctx, int lower_parent, const char *name, const char *path,
+                                unsigned depth);
+
 static int add_deleted(scan_ctx *ctx, int lower_parent, const char *name, const char *path,
                        const struct stat *lst, bool whiteout, unsigned depth)
 {
@@ -422,27 +425,7 @@ static int add_deleted(scan_ctx *ctx, int lower_parent, const char *name, const 
                              "\"%s\": directory tree deeper than %d levels; paddock does not "
                              "review trees that deep",
                              path, MAX_DEPTH);
-    _cleanup_close_ int dfd = open_entry(lower_parent, name, true);
-    if (dfd < 0)
-        return scan_fail(ctx, path, "cannot open the real directory");
-    _cleanup_strv_ char **names = NULL;
-    size_t count = 0;
-    if (read_names(dfd, &names, &count) < 0)
-        return scan_fail(ctx, path, "cannot read the real directory");
-    for (size_t i = 0; i < count; i++) {
-        _cleanup_free_ char *sub = child_path(path, names[i]);
-        if (pdk_strv_contains(ctx->ignore, sub))
-            continue;
-        struct stat st;
-        if (fstatat(dfd, names[i], &st, AT_SYMLINK_NOFOLLOW) < 0) {
-            if (errno == ENOENT)
-                continue;
-            return scan_fail(ctx, sub, "cannot stat the real entry");
-        }
-        if (add_deleted(ctx, dfd, names[i], sub, &st, false, depth + 1) < 0)
-            return -1;
-    }
-    return 0;
+    return add_deleted_children(ctx, lower_parent, name, path, depth);
 }
 
 /* Deletions for everything beneath the lower directory name (not the directory itself). */
