@@ -36,6 +36,13 @@ int pdk_cmd_doctor(int argc, char **argv);
  * (after --help, or a bad option). */
 int pdk_cli_parse_json_help(int argc, char **argv, const char *usage, bool *json);
 
+/* "SESSION [PATH...]" at argv[optind...]: opens the session (*out) and collects the paths
+ * (*paths, NULL when none). Returns PDK_EXIT_OK, or the exit status to return at once
+ * (the error printed). */
+struct pdk_session;
+int pdk_cli_open_session_operand(const char *cmd, int argc, char **argv,
+                                 struct pdk_session **out, char ***paths);
+
 /* Print "paddock CMD: message" and a hint to stderr; returns PDK_EXIT_USAGE. */
 int pdk_cli_usage_error(const char *cmd, const char *fmt, ...) PDK_PRINTF(2, 3);
 /* The message for getopt's '?' result (unknown option or missing argument). */

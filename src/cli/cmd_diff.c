@@ -60,20 +60,12 @@ int pdk_cmd_diff(int argc, char **argv)
             return pdk_cli_bad_option("diff", optopt, argv, optind);
         }
     }
-    if (optind >= argc)
-        return pdk_cli_usage_error("diff", "missing SESSION");
-    const char *id = argv[optind++];
-    _cleanup_strv_ char **paths = NULL;
-    for (int i = optind; i < argc; i++)
-        pdk_strv_push(&paths, argv[i]);
-
-    pdk_error err = {0};
-    _cleanup_free_ char *state_dir = NULL;
-    if (pdk_cli_state_dir(false, &state_dir, &err) < 0)
-        return pdk_cli_fail(&err, PDK_EXIT_FAILED);
     _cleanup_(pdk_session_freep) pdk_session *session = NULL;
-    if (pdk_session_open(state_dir, id, &session, &err) < 0)
-        return pdk_cli_fail(&err, PDK_EXIT_FAILED);
+    _cleanup_strv_ char **paths = NULL;
+    int early = pdk_cli_open_session_operand("diff", argc, argv, &session, &paths);
+    if (early != PDK_EXIT_OK)
+        return early;
+    pdk_error err = {0};
     _cleanup_close_ int lower = -1;
     _cleanup_close_ int upper = -1;
     if (pdk_session_open_layers(session, &lower, &upper, &err) < 0)

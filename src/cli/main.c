@@ -2,6 +2,7 @@
 #include "cli.h"
 
 #include "../libpaddock/log.h"
+#include "../libpaddock/session.h"
 #include "../libpaddock/statedir.h"
 
 #include <errno.h>
@@ -54,6 +55,27 @@ int pdk_cli_parse_json_help(int argc, char **argv, const char *usage, bool *json
         }
     }
     return -1;
+}
+
+int pdk_cli_open_session_operand(const char *cmd, int argc, char **argv, pdk_session **out,
+                                 char ***paths)
+{
+    *out = NULL;
+    *paths = NULL;
+    if (optind >= argc)
+        return pdk_cli_usage_error(cmd, "missing SESSION");
+    const char *id = argv[optind++];
+    for (int i = optind; i < argc; i++)
+        pdk_strv_push(paths, argv[i]);
+    pdk_error err = {0};
+    _cleanup_free_ char *state_dir = NULL;
+    if (pdk_cli_state_dir(false, &state_dir, &err) < 0 ||
+        pdk_session_open(state_dir, id, out, &err) < 0) {
+        pdk_strv_free(*paths);
+        *paths = NULL;
+        return pdk_cli_fail(&err, PDK_EXIT_FAILED);
+    }
+    return PDK_EXIT_OK;
 }
 
 int pdk_cli_usage_error(const char *cmd, const char *fmt, ...)
