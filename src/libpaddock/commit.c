@@ -319,11 +319,11 @@ static void check_change(commit_ctx *ctx, size_t i)
     if (c->old_kind == PDK_KIND_DIR)
         return; /* a directory's ctime moves with every entry created or removed in it */
     int64_t ct = statx_ns(&stx.stx_ctime);
-    if (ct < req->baseline_ns || committed_with_ctime(req, c->path, ct))
+    if (ct <= req->baseline_ns || committed_with_ctime(req, c->path, ct))
         return;
     /* The scan ran just now, so a path the session added that was created outside in the
      * meantime shows as modified: the birth time tells the two apart where it is known. */
-    if ((stx.stx_mask & STATX_BTIME) && statx_ns(&stx.stx_btime) >= req->baseline_ns &&
+    if ((stx.stx_mask & STATX_BTIME) && statx_ns(&stx.stx_btime) > req->baseline_ns &&
         !c->has_origin)
         refuse(ctx, c->path,
                "created in the workspace after the session began (outside the "

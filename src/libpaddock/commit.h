@@ -2,7 +2,7 @@
  *
  * pdk_commit_apply() scans the upper layer (changes.h), selects the requested changes and
  * checks EVERY one of them before it writes anything. A change is refused when
- *   - the real entry changed after the session began (ctime >= baseline_ns), unless an
+ *   - the real entry changed after the session began (ctime > baseline_ns), unless an
  *     earlier commit of this session wrote it and its ctime is still the one it left
  *     (directories are exempt: their ctime moves whenever an entry inside changes);
  *   - the upper entry was copied up from the workspace (overlay.origin) but the real entry
@@ -42,7 +42,7 @@
 typedef struct pdk_commit_request {
     int lower_dirfd;                     /* the real workspace root */
     int upper_dirfd;                     /* the session's upper layer */
-    int64_t baseline_ns;                 /* real files with ctime >= this changed after the
+    int64_t baseline_ns;                 /* real files with ctime > this changed after the
                                           * session began */
     const pdk_committed_path *committed; /* paths an earlier commit wrote, with the ctime */
     size_t committed_count;              /* it left */

@@ -261,6 +261,17 @@ void pdk_session_unlock(pdk_session *s)
     }
 }
 
+/* The line between changes of real files made before the session and after it began: the
+ * fine-grained clock now. A file changed before has a ctime at or below it (timestamps are
+ * coarse, or fine-grained where the kernel hands those out). So that everything changed
+ * after the command started has a ctime above it, the sandbox starts the command only once
+ * the coarse clock, which file timestamps use, has passed it (start_after_ns in
+ * pdk_sandbox_config): at most one tick, usually spent on setup anyway. */
+static int64_t change_baseline(void)
+{
+    return pdk_now_realtime_ns();
+}
+
 int pdk_session_prepare(const char *state_dir, const char *name, const char *workspace,
                         pdk_workspace_mode mode, pdk_session **out, pdk_error *err)
 {
@@ -280,9 +291,7 @@ int pdk_session_prepare(const char *state_dir, const char *name, const char *wor
     s->workspace = xstrdup(workspace);
     s->mode = mode;
     s->created_ns = pdk_now_realtime_ns();
-    struct timespec coarse;
-    clock_gettime(CLOCK_REALTIME_COARSE, &coarse);
-    s->baseline_ns = (int64_t)coarse.tv_sec * 1000000000 + coarse.tv_nsec;
+    s->baseline_ns = change_baseline();
     s->owner_uid = getuid();
     s->boot_id = pdk_session_current_boot_id();
     s->placeholders = xcalloc(1, sizeof(char *));

@@ -33,7 +33,8 @@ typedef struct pdk_session {
     char *workspace; /* absolute, canonical path of the real workspace */
     pdk_workspace_mode mode;
     int64_t created_ns;  /* wall clock */
-    int64_t baseline_ns; /* real files with ctime >= baseline changed after the session began */
+    int64_t baseline_ns; /* real files with ctime > baseline changed after the session began
+                          * (see pdk_sandbox_config.start_after_ns) */
     int64_t last_run_ns;
     int runs;
     int last_exit; /* -1 when no run has finished */
