@@ -284,8 +284,6 @@ static int build_config(run_state *st, pdk_error *err)
     cfg->timeout_seconds = opt->timeout_seconds >= 0 ? opt->timeout_seconds : pol->timeout_seconds;
     cfg->cgroup_name = xasprintf("paddock-%s-%d", st->session->id, (int)getpid());
 
-    if (st->session_new)
-        cfg->start_after_ns = st->session->baseline_ns;
     cfg->after_clone = materialize_session;
     cfg->after_clone_arg = st;
     cfg->idle_step = collect_step;

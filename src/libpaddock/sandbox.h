@@ -69,11 +69,6 @@ typedef struct pdk_sandbox_config {
     int64_t timeout_seconds; /* 0: none */
     const char *cgroup_name; /* unique name for this run's cgroup */
 
-    /* The command starts only once CLOCK_REALTIME_COARSE is past this (0: at once): a new
-     * session's baseline, so that every change made after the command started has a
-     * ctime above it. Costs nothing when setup took longer than a tick. */
-    int64_t start_after_ns;
-
     /* Called once the sandbox's namespaces exist, while it builds the part of its tree
      * that depends on nothing (host root, /dev, /proc, /tmp): the caller's own work that
      * the sandbox needs only later (paddock run makes the session's directory here). A

@@ -202,16 +202,6 @@ static PDK_NORETURN void command_main(const pdk__child_args *args, int ruleset_f
     }
     if (chdir(cfg->cwd) < 0 && (!cfg->workspace || chdir(cfg->workspace) < 0) && chdir("/") < 0)
         _exit(PDK_EXIT_PADDOCK_FAILED);
-    /* Past the session's baseline tick (see start_after_ns): rarely anything to wait. */
-    for (;;) {
-        struct timespec now;
-        clock_gettime(CLOCK_REALTIME_COARSE, &now);
-        int64_t ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
-        if (ns > cfg->start_after_ns)
-            break;
-        struct timespec nap = {0, 200000};
-        nanosleep(&nap, NULL);
-    }
     pdk_trace("command: exec");
     int e = exec_command(cfg->argv, cfg->envp);
     int report[2] = {-1, e};

@@ -263,10 +263,12 @@ void pdk_session_unlock(pdk_session *s)
 
 /* The line between changes of real files made before the session and after it began: the
  * fine-grained clock now. A file changed before has a ctime at or below it (timestamps are
- * coarse, or fine-grained where the kernel hands those out). So that everything changed
- * after the command started has a ctime above it, the sandbox starts the command only once
- * the coarse clock, which file timestamps use, has passed it (start_after_ns in
- * pdk_sandbox_config): at most one tick, usually spent on setup anyway. */
+ * coarse, or fine-grained where the kernel hands those out), so it never counts as changed
+ * outside. A file changed after has a ctime above it, except within the first tick of the
+ * coarse clock that file timestamps use (4 ms at HZ=250): a change made outside in that
+ * window, which the sandbox's setup mostly fills before the command can even read a file,
+ * may go unnoticed by commit. Waiting out the tick before starting the command would close
+ * the window at a cost of up to a tick per run. */
 static int64_t change_baseline(void)
 {
     return pdk_now_realtime_ns();

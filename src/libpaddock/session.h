@@ -34,7 +34,7 @@ typedef struct pdk_session {
     pdk_workspace_mode mode;
     int64_t created_ns;  /* wall clock */
     int64_t baseline_ns; /* real files with ctime > baseline changed after the session began
-                          * (see pdk_sandbox_config.start_after_ns) */
+                          * (the fine-grained clock at creation; see session.c) */
     int64_t last_run_ns;
     int runs;
     int last_exit; /* -1 when no run has finished */

@@ -50,9 +50,9 @@ static int64_t ctime_of(const char *path)
     return (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
 }
 
-/* A baseline as paddock run makes one: the fine-grained clock now (everything that exists
- * has a ctime at or below it), then wait until the coarse clock file timestamps use has
- * passed it, so that every later change gets a ctime above it. */
+/* A baseline as paddock run makes one (the fine-grained clock now: everything that exists
+ * has a ctime at or below it), after which these tests wait until the coarse clock file
+ * timestamps use has passed it, so that every later change gets a ctime above it. */
 static int64_t baseline_now(ws *w)
 {
     (void)w;
