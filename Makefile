@@ -37,7 +37,7 @@ fuzz: bootstrap
 	@fuzz/run build-fuzz
 
 format:
-	@clang-format -i src/*/*.c src/*/*.h tests/unit/*.c tests/probe/*.c fuzz/*.c
+	@clang-format -i src/*/*.c src/*/*.h tests/unit/*.c tests/unit/*.h tests/probe/*.c fuzz/*.c
 
 clean:
 	rm -rf $(BUILD) build-asan build-fuzz

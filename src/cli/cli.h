@@ -14,9 +14,9 @@
 
 #include <jansson.h>
 
-#define PDK_EXIT_OK      0
-#define PDK_EXIT_FAILED  1
-#define PDK_EXIT_USAGE   2
+#define PDK_EXIT_OK     0
+#define PDK_EXIT_FAILED 1
+#define PDK_EXIT_USAGE  2
 
 typedef struct pdk_cli_command {
     const char *name;
@@ -40,8 +40,8 @@ int pdk_cli_parse_json_help(int argc, char **argv, const char *usage, bool *json
  * (*paths, NULL when none). Returns PDK_EXIT_OK, or the exit status to return at once
  * (the error printed). */
 struct pdk_session;
-int pdk_cli_open_session_operand(const char *cmd, int argc, char **argv,
-                                 struct pdk_session **out, char ***paths);
+int pdk_cli_open_session_operand(const char *cmd, int argc, char **argv, struct pdk_session **out,
+                                 char ***paths);
 
 /* Print "paddock CMD: message" and a hint to stderr; returns PDK_EXIT_USAGE. */
 int pdk_cli_usage_error(const char *cmd, const char *fmt, ...) PDK_PRINTF(2, 3);

@@ -31,8 +31,8 @@ int pdk_cmd_discard(int argc, char **argv)
     json_t *done = json_array();
     for (int i = optind; i < argc; i++) {
         pdk_session *s = NULL;
-        if (pdk_session_open(state, argv[i], &s, &err) < 0 ||
-            pdk_session_lock(s, &err) < 0 || pdk_session_remove(s, &err) < 0) {
+        if (pdk_session_open(state, argv[i], &s, &err) < 0 || pdk_session_lock(s, &err) < 0 ||
+            pdk_session_remove(s, &err) < 0) {
             fprintf(stderr, "paddock: %s\n", err.message);
             status = PDK_EXIT_FAILED;
         } else {

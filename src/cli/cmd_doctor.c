@@ -38,9 +38,10 @@ int pdk_cmd_doctor(int argc, char **argv)
             if (strcmp(k->name, "landlock") == 0)
                 json_object_set_new(o, "abi", json_integer(k->value));
             else if (strcmp(k->name, "cgroup") == 0)
-                json_object_set_new(o, "mode", json_string(k->value == 2   ? "v2"
-                                                           : k->value == 1 ? "v1"
-                                                                           : "none"));
+                json_object_set_new(o, "mode",
+                                    json_string(k->value == 2   ? "v2"
+                                                : k->value == 1 ? "v1"
+                                                                : "none"));
             else if (strcmp(k->name, "tiocsti") == 0)
                 json_object_set_new(o, "legacy_enabled", json_boolean(k->value == 1));
             json_object_set_new(checks, k->name, o);

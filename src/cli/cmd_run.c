@@ -40,8 +40,17 @@ static int run_usage_error(const char *msg, const char *arg)
 
 int pdk_cmd_run(int argc, char **argv)
 {
-    enum { OPT_POLICY = 256, OPT_WORKSPACE, OPT_MODE, OPT_SESSION, OPT_TIMEOUT, OPT_TTY,
-           OPT_PASS_FD, OPT_DEGRADED, OPT_JSON };
+    enum {
+        OPT_POLICY = 256,
+        OPT_WORKSPACE,
+        OPT_MODE,
+        OPT_SESSION,
+        OPT_TIMEOUT,
+        OPT_TTY,
+        OPT_PASS_FD,
+        OPT_DEGRADED,
+        OPT_JSON
+    };
     static const struct option options[] = {
         {"policy", required_argument, NULL, OPT_POLICY},
         {"workspace", required_argument, NULL, OPT_WORKSPACE},
@@ -114,8 +123,7 @@ int pdk_cmd_run(int argc, char **argv)
     if (optind < argc && strcmp(argv[optind], "--") == 0)
         optind++;
     if (optind >= argc)
-        return run_usage_error("no command given: paddock run [OPTIONS] -- CMD [ARG...]",
-                               NULL);
+        return run_usage_error("no command given: paddock run [OPTIONS] -- CMD [ARG...]", NULL);
     opt.argv = argv + optind;
     opt.pass_fds = pass_fds;
 
@@ -124,8 +132,8 @@ int pdk_cmd_run(int argc, char **argv)
     if (pdk_run(&opt, &report, &err) < 0) {
         fprintf(stderr, "paddock: %s\n", err.message);
         if (json) {
-            json_t *j = json_pack("{s:s, s:i}", "error", err.message, "exit",
-                                  PDK_EXIT_PADDOCK_FAILED);
+            json_t *j =
+                json_pack("{s:s, s:i}", "error", err.message, "exit", PDK_EXIT_PADDOCK_FAILED);
             char *s = json_dumps(j, JSON_COMPACT);
             fprintf(stderr, "%s\n", s);
             free(s);
@@ -140,16 +148,16 @@ int pdk_cmd_run(int argc, char **argv)
                 (long long)report.timeout_seconds);
     if (json) {
         json_t *j = json_object();
-        json_object_set_new(j, "session", report.session_id && report.session_kept
-                                              ? json_string(report.session_id)
-                                              : json_null());
+        json_object_set_new(j, "session",
+                            report.session_id && report.session_kept
+                                ? json_string(report.session_id)
+                                : json_null());
         json_object_set_new(j, "changes", json_integer((json_int_t)report.changes));
         json_object_set_new(j, "exit", json_integer(report.exit_status));
         json_object_set_new(j, "timed_out", json_boolean(report.timed_out));
-        json_object_set_new(j, "workspace_mode",
-                            json_string(report.workspace_mode == PDK_WORKSPACE_DIRECT
-                                            ? "direct"
-                                            : "overlay"));
+        json_object_set_new(
+            j, "workspace_mode",
+            json_string(report.workspace_mode == PDK_WORKSPACE_DIRECT ? "direct" : "overlay"));
         if (report.message[0])
             json_object_set_new(j, "error", json_string(report.message));
         char *s = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
@@ -158,8 +166,7 @@ int pdk_cmd_run(int argc, char **argv)
         json_decref(j);
     } else if (report.session_id && report.session_kept) {
         if (report.changes > 0)
-            fprintf(stderr,
-                    "paddock: session %s: %zu file%s changed (review: paddock diff %s)\n",
+            fprintf(stderr, "paddock: session %s: %zu file%s changed (review: paddock diff %s)\n",
                     report.session_id, report.changes, report.changes == 1 ? "" : "s",
                     report.session_id);
         else if (report.workspace_mode == PDK_WORKSPACE_DIRECT)

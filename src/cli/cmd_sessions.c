@@ -69,9 +69,8 @@ int pdk_cmd_sessions(int argc, char **argv)
             json_object_set_new(o, "id", json_string(s->id));
             json_object_set_new(o, "named", json_boolean(s->named));
             json_object_set_new(o, "workspace", json_string(s->workspace));
-            json_object_set_new(o, "mode", json_string(s->mode == PDK_WORKSPACE_DIRECT
-                                                           ? "direct"
-                                                           : "overlay"));
+            json_object_set_new(
+                o, "mode", json_string(s->mode == PDK_WORKSPACE_DIRECT ? "direct" : "overlay"));
             json_object_set_new(o, "created", json_string(created));
             json_object_set_new(o, "created_ns", json_integer(s->created_ns));
             json_object_set_new(o, "runs", json_integer(s->runs));
@@ -85,8 +84,8 @@ int pdk_cmd_sessions(int argc, char **argv)
     } else if (n == 0) {
         printf("no sessions (paddock run makes one)\n");
     } else {
-        printf("%-28s %-19s %-7s %5s %5s %7s  %s\n", "SESSION", "CREATED", "MODE", "RUNS",
-               "EXIT", "CHANGES", "WORKSPACE");
+        printf("%-28s %-19s %-7s %5s %5s %7s  %s\n", "SESSION", "CREATED", "MODE", "RUNS", "EXIT",
+               "CHANGES", "WORKSPACE");
         for (size_t i = 0; i < n; i++) {
             const pdk_session *s = list[i];
             char created[64], exitbuf[16], changes[16];

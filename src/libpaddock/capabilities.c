@@ -42,8 +42,7 @@ int pdk_caps_drop_all(const char **what)
         *what = "prctl(PR_CAP_AMBIENT_CLEAR_ALL)";
         return -1;
     }
-    struct __user_cap_header_struct header = {.version = _LINUX_CAPABILITY_VERSION_3,
-                                              .pid = 0};
+    struct __user_cap_header_struct header = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
     struct __user_cap_data_struct data[2];
     memset(data, 0, sizeof(data));
     if (syscall(SYS_capset, &header, data) < 0) {

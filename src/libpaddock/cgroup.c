@@ -153,8 +153,8 @@ void pdk_cgroup_probe_run(pdk_cgroup_probe *out)
         snprintf(out->detail, sizeof(out->detail), "cgroup v2, delegated at %s", v2);
     } else if (out->v1_memory && out->v1_pids) {
         out->mode = PDK_CGROUP_V1;
-        snprintf(out->detail, sizeof(out->detail),
-                 "cgroup v1 controllers (memory, pids%s)%s", out->v1_cpu ? ", cpu" : "",
+        snprintf(out->detail, sizeof(out->detail), "cgroup v1 controllers (memory, pids%s)%s",
+                 out->v1_cpu ? ", cpu" : "",
                  out->v2_mounted ? "; cgroup v2 is mounted but not delegated with them" : "");
     } else {
         out->mode = PDK_CGROUP_NONE;
@@ -208,8 +208,7 @@ static int setup_v1(pdk_cgroup *cg, const char *name, const pdk_cgroup_limits *l
                     pdk_error *err)
 {
     cg->mode = PDK_CGROUP_V1;
-    const int64_t wanted[CTRL_COUNT] = {limits->memory_bytes, limits->pids,
-                                        limits->cpu_millicores};
+    const int64_t wanted[CTRL_COUNT] = {limits->memory_bytes, limits->pids, limits->cpu_millicores};
     for (int i = 0; i < CTRL_COUNT; i++) {
         if (wanted[i] <= 0)
             continue;

@@ -22,9 +22,9 @@ typedef enum pdk_cgroup_mode {
 typedef struct pdk_cgroup_probe {
     pdk_cgroup_mode mode; /* what paddock will use */
     bool v2_mounted;
-    bool v2_delegated; /* memory, pids and cpu usable beneath our v2 cgroup */
+    bool v2_delegated;               /* memory, pids and cpu usable beneath our v2 cgroup */
     bool v1_memory, v1_pids, v1_cpu; /* controllers mounted and writable by us */
-    char detail[256]; /* one line for doctor */
+    char detail[256];                /* one line for doctor */
 } pdk_cgroup_probe;
 
 void pdk_cgroup_probe_run(pdk_cgroup_probe *out);

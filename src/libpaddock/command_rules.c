@@ -31,8 +31,8 @@ int pdk_decision_parse(const char *name, pdk_decision *out)
     return -1;
 }
 
-void pdk_command_rules_add(pdk_command_rules *rules, char *const *const *tokens,
-                           size_t token_count, pdk_decision decision, const char *reason)
+void pdk_command_rules_add(pdk_command_rules *rules, char *const *const *tokens, size_t token_count,
+                           pdk_decision decision, const char *reason)
 {
     rules->rules = xrealloc(rules->rules, (rules->count + 1) * sizeof(*rules->rules));
     pdk_command_rule *r = &rules->rules[rules->count++];

@@ -58,8 +58,8 @@ typedef struct pdk_command_verdict {
 } pdk_command_verdict;
 
 /* Append a rule (copies everything). tokens[i] is a NULL-terminated list of alternatives. */
-void pdk_command_rules_add(pdk_command_rules *rules, char *const *const *tokens,
-                           size_t token_count, pdk_decision decision, const char *reason);
+void pdk_command_rules_add(pdk_command_rules *rules, char *const *const *tokens, size_t token_count,
+                           pdk_decision decision, const char *reason);
 
 /* Judge argv (NULL-terminated, at least one word). */
 void pdk_command_rules_judge(const pdk_command_rules *rules, char *const *argv,

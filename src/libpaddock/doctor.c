@@ -28,8 +28,7 @@
 #define MOUNT_ATTR_IDMAP 0x00100000
 #endif
 
-static pdk_check *add(pdk_doctor_report *r, const char *name, pdk_check_status status,
-                      int value)
+static pdk_check *add(pdk_doctor_report *r, const char *name, pdk_check_status status, int value)
 {
     pdk_check *c = &r->checks[r->count++];
     memset(c, 0, sizeof(*c));
@@ -105,8 +104,8 @@ static int probe_overlay(void *arg)
     if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
         return errno;
     char opts[512];
-    snprintf(opts, sizeof(opts), "lowerdir=%s/l,upperdir=%s/u,workdir=%s/w,userxattr", dir,
-             dir, dir);
+    snprintf(opts, sizeof(opts), "lowerdir=%s/l,upperdir=%s/u,workdir=%s/w,userxattr", dir, dir,
+             dir);
     char target[256];
     snprintf(target, sizeof(target), "%s/m", dir);
     if (mount("overlay", target, "overlay", 0, opts) < 0)
@@ -212,19 +211,25 @@ void pdk_doctor_run(pdk_doctor_report *r)
     int e = in_child(probe_userns, NULL);
     c = add(r, "userns", e ? PDK_CHECK_FAIL : PDK_CHECK_OK, -1);
     if (e) {
-        say(c->detail, sizeof(c->detail), "cannot create user, mount, pid, net, ipc, uts "
-                                          "and cgroup namespaces: %s", strerror(e));
+        say(c->detail, sizeof(c->detail),
+            "cannot create user, mount, pid, net, ipc, uts "
+            "and cgroup namespaces: %s",
+            strerror(e));
         say(c->action, sizeof(c->action),
             "enable unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1 "
             "or user.max_user_namespaces > 0; on Ubuntu also the AppArmor userns "
             "restriction): paddock run cannot work without them");
     } else {
-        say(c->detail, sizeof(c->detail), "user, mount, pid, net, ipc, uts and cgroup "
-                                          "namespaces can be created");
+        say(c->detail, sizeof(c->detail),
+            "user, mount, pid, net, ipc, uts and cgroup "
+            "namespaces can be created");
     }
 
     int abi = pdk_landlock_abi();
-    c = add(r, "landlock", abi >= 6 ? PDK_CHECK_OK : abi >= 1 ? PDK_CHECK_WARN : PDK_CHECK_FAIL,
+    c = add(r, "landlock",
+            abi >= 6   ? PDK_CHECK_OK
+            : abi >= 1 ? PDK_CHECK_WARN
+                       : PDK_CHECK_FAIL,
             abi);
     say(c->detail, sizeof(c->detail), "Landlock ABI %d", abi);
     if (abi < 1)
@@ -234,17 +239,20 @@ void pdk_doctor_run(pdk_doctor_report *r)
     else if (abi < 6)
         say(c->action, sizeof(c->action), "applied without %s", pdk_landlock_missing(abi));
     else
-        say(c->action, sizeof(c->action), "filesystem rules, TCP port rules when the policy "
-                                          "gives them, abstract-socket and signal scoping");
+        say(c->action, sizeof(c->action),
+            "filesystem rules, TCP port rules when the policy "
+            "gives them, abstract-socket and signal scoping");
 
     e = in_child(probe_seccomp, NULL);
     c = add(r, "seccomp", e ? PDK_CHECK_FAIL : PDK_CHECK_OK, -1);
-    say(c->detail, sizeof(c->detail), e ? "a seccomp filter cannot be installed: %s"
-                                        : "the sandbox's filter installs and denies ptrace",
+    say(c->detail, sizeof(c->detail),
+        e ? "a seccomp filter cannot be installed: %s"
+          : "the sandbox's filter installs and denies ptrace",
         e ? strerror(e) : "");
     if (e)
-        say(c->action, sizeof(c->action), "paddock run refuses (a filter that cannot be "
-                                          "installed never degrades silently)");
+        say(c->action, sizeof(c->action),
+            "paddock run refuses (a filter that cannot be "
+            "installed never degrades silently)");
 
     char tmpl[] = "/tmp/paddock-doctor.XXXXXX";
     char *dir = mkdtemp(tmpl);
@@ -260,12 +268,14 @@ void pdk_doctor_run(pdk_doctor_report *r)
         pdk_rm_rf_at(AT_FDCWD, dir);
     }
     c = add(r, "overlay", e ? PDK_CHECK_WARN : PDK_CHECK_OK, -1);
-    say(c->detail, sizeof(c->detail), e ? "overlayfs cannot be mounted in a user namespace: %s"
-                                        : "overlayfs mounts in a user namespace (userxattr)",
+    say(c->detail, sizeof(c->detail),
+        e ? "overlayfs cannot be mounted in a user namespace: %s"
+          : "overlayfs mounts in a user namespace (userxattr)",
         e ? strerror(e) : "");
     if (e)
-        say(c->action, sizeof(c->action), "use --workspace-mode direct (no review before "
-                                          "changes land)");
+        say(c->action, sizeof(c->action),
+            "use --workspace-mode direct (no review before "
+            "changes land)");
 
     if (geteuid() == 0) {
         _cleanup_free_ char *state = NULL;
@@ -278,9 +288,9 @@ void pdk_doctor_run(pdk_doctor_report *r)
             *strrchr(probe_path, '/') = '\0';
         e = probe_idmap(probe_path);
         c = add(r, "idmap", e ? PDK_CHECK_WARN : PDK_CHECK_OK, -1);
-        say(c->detail, sizeof(c->detail), e ? "idmapped mounts on %s fail: %s"
-                                            : "idmapped mounts work on %s%s",
-            probe_path, e ? strerror(e) : "");
+        say(c->detail, sizeof(c->detail),
+            e ? "idmapped mounts on %s fail: %s" : "idmapped mounts work on %s%s", probe_path,
+            e ? strerror(e) : "");
         say(c->action, sizeof(c->action),
             e ? "as root, workspaces and the state dir must be on a filesystem with idmapped "
                 "mounts (ext4, xfs, btrfs, tmpfs), or run paddock as a regular user"
@@ -301,12 +311,13 @@ void pdk_doctor_run(pdk_doctor_report *r)
               "limits.pids uses RLIMIT_NPROC per sandbox");
 
     _cleanup_free_ char *tiocsti = NULL;
-    bool legacy = pdk_read_file_at(AT_FDCWD, "/proc/sys/dev/tty/legacy_tiocsti", &tiocsti, NULL,
-                                   64) == 0 &&
-                  tiocsti[0] == '1';
+    bool legacy =
+        pdk_read_file_at(AT_FDCWD, "/proc/sys/dev/tty/legacy_tiocsti", &tiocsti, NULL, 64) == 0 &&
+        tiocsti[0] == '1';
     c = add(r, "tiocsti", legacy ? PDK_CHECK_WARN : PDK_CHECK_OK, legacy ? 1 : 0);
-    say(c->detail, sizeof(c->detail), legacy ? "legacy TIOCSTI is enabled (dev.tty.legacy_tiocsti=1)"
-                                             : "legacy TIOCSTI is disabled");
+    say(c->detail, sizeof(c->detail),
+        legacy ? "legacy TIOCSTI is enabled (dev.tty.legacy_tiocsti=1)"
+               : "legacy TIOCSTI is disabled");
     say(c->action, sizeof(c->action), "%s",
         legacy ? "the seccomp filter denies TIOCSTI and TIOCLINUX (any upper bits), and the "
                  "command has no controlling terminal unless --tty"

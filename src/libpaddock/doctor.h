@@ -13,11 +13,11 @@ typedef enum pdk_check_status {
 } pdk_check_status;
 
 typedef struct pdk_check {
-    const char *name;   /* stable key: "userns", "landlock", ... */
+    const char *name; /* stable key: "userns", "landlock", ... */
     pdk_check_status status;
-    char detail[512];   /* what was found */
-    char action[512];   /* what paddock does about it, or what to do; may be empty */
-    int value;          /* a number where one applies (the Landlock ABI); else -1 */
+    char detail[512]; /* what was found */
+    char action[512]; /* what paddock does about it, or what to do; may be empty */
+    int value;        /* a number where one applies (the Landlock ABI); else -1 */
 } pdk_check;
 
 typedef struct pdk_doctor_report {

@@ -7,13 +7,14 @@
 #include <strings.h>
 
 static const char *const allowed_names[] = {
-    "PATH", "LANG", "LANGUAGE", "TERM", "COLORTERM", "TZ", "HOME", "USER", "LOGNAME",
-    "SHELL", "EDITOR", "VISUAL", "PAGER", "NO_COLOR", "FORCE_COLOR", "COLUMNS", "LINES",
-    "CLICOLOR", "LESS", "MANPAGER", "HOSTTYPE", NULL,
+    "PATH",  "LANG",     "LANGUAGE",    "TERM",    "COLORTERM", "TZ",
+    "HOME",  "USER",     "LOGNAME",     "SHELL",   "EDITOR",    "VISUAL",
+    "PAGER", "NO_COLOR", "FORCE_COLOR", "COLUMNS", "LINES",     "CLICOLOR",
+    "LESS",  "MANPAGER", "HOSTTYPE",    NULL,
 };
 static const char *const allowed_prefixes[] = {"LC_", NULL};
-static const char *const secret_words[] = {"TOKEN", "SECRET", "KEY", "PASSWORD", "PASSWD",
-                                           "CREDENTIAL", "PRIVATE", NULL};
+static const char *const secret_words[] = {"TOKEN",  "SECRET",     "KEY",     "PASSWORD",
+                                           "PASSWD", "CREDENTIAL", "PRIVATE", NULL};
 
 bool pdk_environ_name_looks_secret(const char *name)
 {

@@ -12,7 +12,7 @@
 #include "util.h"
 
 typedef struct pdk_error {
-    int code;          /* errno value, or 0 */
+    int code; /* errno value, or 0 */
     char message[1024];
 } pdk_error;
 

@@ -146,12 +146,12 @@ int pdk_rm_rf_at(int dirfd, const char *name)
         return 0;
     if (errno != EISDIR && errno != EPERM)
         return -1;
-    _cleanup_close_ int sub =
-        openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    _cleanup_close_ int sub = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (sub < 0 && errno == EACCES) {
         /* A directory of ours without permissions (overlayfs makes its work/work with mode
          * 0): give it back to its owner, without following a symlink, and look again. */
-        _cleanup_close_ int path = openat(dirfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        _cleanup_close_ int path =
+            openat(dirfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         char proc[64];
         snprintf(proc, sizeof(proc), "/proc/self/fd/%d", path);
         if (path >= 0 && chmod(proc, 0700) == 0)
@@ -231,8 +231,8 @@ const char *pdk_path_relative(const char *path, const char *dir)
     return rest;
 }
 
-int pdk_write_file_atomic(int dirfd, const char *name, const void *content, size_t len,
-                          mode_t mode, bool durable)
+int pdk_write_file_atomic(int dirfd, const char *name, const void *content, size_t len, mode_t mode,
+                          bool durable)
 {
     char tmp[64];
     for (int attempt = 0;; attempt++) {

@@ -55,7 +55,7 @@ const char *pdk_path_relative(const char *path, const char *dir);
 
 /* Write content to dirfd/name atomically: temporary file in the same directory, fsync when
  * durable, rename over name. Returns 0 or -1 with errno; nothing is left behind on error. */
-int pdk_write_file_atomic(int dirfd, const char *name, const void *content, size_t len,
-                          mode_t mode, bool durable);
+int pdk_write_file_atomic(int dirfd, const char *name, const void *content, size_t len, mode_t mode,
+                          bool durable);
 
 #endif

@@ -12,8 +12,8 @@
 
 #ifndef __NR_landlock_create_ruleset
 #define __NR_landlock_create_ruleset 444
-#define __NR_landlock_add_rule 445
-#define __NR_landlock_restrict_self 446
+#define __NR_landlock_add_rule       445
+#define __NR_landlock_restrict_self  446
 #endif
 
 struct ll_ruleset_attr {
@@ -33,30 +33,29 @@ struct ll_net_port_attr {
 };
 
 #define LL_CREATE_RULESET_VERSION (1U << 0)
-#define LL_RULE_PATH_BENEATH 1
-#define LL_RULE_NET_PORT 2
+#define LL_RULE_PATH_BENEATH      1
+#define LL_RULE_NET_PORT          2
 
-#define LL_FS_EXECUTE     (1ULL << 0)
-#define LL_FS_WRITE_FILE  (1ULL << 1)
-#define LL_FS_READ_FILE   (1ULL << 2)
-#define LL_FS_READ_DIR    (1ULL << 3)
-#define LL_FS_REMOVE_DIR  (1ULL << 4)
-#define LL_FS_REMOVE_FILE (1ULL << 5)
-#define LL_FS_MAKE_CHAR   (1ULL << 6)
-#define LL_FS_MAKE_DIR    (1ULL << 7)
-#define LL_FS_MAKE_REG    (1ULL << 8)
-#define LL_FS_MAKE_SOCK   (1ULL << 9)
-#define LL_FS_MAKE_FIFO   (1ULL << 10)
-#define LL_FS_MAKE_BLOCK  (1ULL << 11)
-#define LL_FS_MAKE_SYM    (1ULL << 12)
-#define LL_FS_REFER       (1ULL << 13) /* ABI 2 */
-#define LL_FS_TRUNCATE    (1ULL << 14) /* ABI 3 */
-#define LL_FS_IOCTL_DEV   (1ULL << 15) /* ABI 5 */
-#define LL_NET_BIND_TCP    (1ULL << 0) /* ABI 4 */
-#define LL_NET_CONNECT_TCP (1ULL << 1)
+#define LL_FS_EXECUTE                 (1ULL << 0)
+#define LL_FS_WRITE_FILE              (1ULL << 1)
+#define LL_FS_READ_FILE               (1ULL << 2)
+#define LL_FS_READ_DIR                (1ULL << 3)
+#define LL_FS_REMOVE_DIR              (1ULL << 4)
+#define LL_FS_REMOVE_FILE             (1ULL << 5)
+#define LL_FS_MAKE_CHAR               (1ULL << 6)
+#define LL_FS_MAKE_DIR                (1ULL << 7)
+#define LL_FS_MAKE_REG                (1ULL << 8)
+#define LL_FS_MAKE_SOCK               (1ULL << 9)
+#define LL_FS_MAKE_FIFO               (1ULL << 10)
+#define LL_FS_MAKE_BLOCK              (1ULL << 11)
+#define LL_FS_MAKE_SYM                (1ULL << 12)
+#define LL_FS_REFER                   (1ULL << 13) /* ABI 2 */
+#define LL_FS_TRUNCATE                (1ULL << 14) /* ABI 3 */
+#define LL_FS_IOCTL_DEV               (1ULL << 15) /* ABI 5 */
+#define LL_NET_BIND_TCP               (1ULL << 0)  /* ABI 4 */
+#define LL_NET_CONNECT_TCP            (1ULL << 1)
 #define LL_SCOPE_ABSTRACT_UNIX_SOCKET (1ULL << 0) /* ABI 6 */
 #define LL_SCOPE_SIGNAL               (1ULL << 1)
-
 
 static uint64_t fs_rights_for(int abi)
 {
@@ -121,8 +120,8 @@ static int add_path(int ruleset, const char *path, uint64_t access, uint64_t han
     /* Rules on files may only carry file rights. */
     int r = (int)syscall(__NR_landlock_add_rule, ruleset, LL_RULE_PATH_BENEATH, &attr, 0);
     if (r < 0 && errno == EINVAL) {
-        attr.allowed_access &= LL_FS_EXECUTE | LL_FS_WRITE_FILE | LL_FS_READ_FILE |
-                               LL_FS_TRUNCATE | LL_FS_IOCTL_DEV;
+        attr.allowed_access &=
+            LL_FS_EXECUTE | LL_FS_WRITE_FILE | LL_FS_READ_FILE | LL_FS_TRUNCATE | LL_FS_IOCTL_DEV;
         r = (int)syscall(__NR_landlock_add_rule, ruleset, LL_RULE_PATH_BENEATH, &attr, 0);
     }
     int saved = errno;
@@ -190,14 +189,14 @@ int pdk_landlock_build(const pdk_landlock_spec *spec, const char **what)
         }
     }
     if (attr.handled_access_net & LL_NET_CONNECT_TCP) {
-        if (add_ports(ruleset, spec->tcp_connect, spec->tcp_connect_count,
-                      LL_NET_CONNECT_TCP) < 0) {
+        if (add_ports(ruleset, spec->tcp_connect, spec->tcp_connect_count, LL_NET_CONNECT_TCP) <
+            0) {
             *what = "landlock_add_rule (tcp connect)";
             goto fail;
         }
     }
     return ruleset;
-fail: {
+fail : {
     int saved = errno;
     close(ruleset);
     errno = saved;

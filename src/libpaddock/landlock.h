@@ -24,8 +24,8 @@ int pdk_landlock_check_abi(int abi, int min_abi, bool allow_degraded, pdk_error 
 
 typedef struct pdk_landlock_spec {
     int abi;
-    char **read_paths;  /* read + execute beneath */
-    char **write_paths; /* full access beneath */
+    char **read_paths;   /* read + execute beneath */
+    char **write_paths;  /* full access beneath */
     char **device_paths; /* read, write, truncate, ioctl on devices beneath */
     bool restrict_tcp_bind;
     const uint16_t *tcp_bind;

@@ -19,20 +19,20 @@ void pdk_log(pdk_log_level level, const char *fmt, ...) PDK_PRINTF(2, 3);
 #define pdk_error_log(...) pdk_log(PDK_LOG_ERROR, __VA_ARGS__)
 #define pdk_warn(...)      pdk_log(PDK_LOG_WARN, __VA_ARGS__)
 #define pdk_info(...)      pdk_log(PDK_LOG_INFO, __VA_ARGS__)
-#define pdk_debug(...)                                                                     \
-    do {                                                                                   \
-        if (pdk_log_get_level() >= PDK_LOG_DEBUG)                                          \
-            pdk_log(PDK_LOG_DEBUG, __VA_ARGS__);                                           \
+#define pdk_debug(...)                                                                             \
+    do {                                                                                           \
+        if (pdk_log_get_level() >= PDK_LOG_DEBUG)                                                  \
+            pdk_log(PDK_LOG_DEBUG, __VA_ARGS__);                                                   \
     } while (0)
 
 /* PADDOCK_TRACE=1: "paddock: trace: +MICROSECONDS pid what" on stderr at the phase
  * boundaries of a run, for start-up work (bench/ measures; this explains). */
 bool pdk_trace_enabled(void);
 void pdk_trace_point(const char *what);
-#define pdk_trace(what)                                                                    \
-    do {                                                                                   \
-        if (pdk_trace_enabled())                                                           \
-            pdk_trace_point(what);                                                         \
+#define pdk_trace(what)                                                                            \
+    do {                                                                                           \
+        if (pdk_trace_enabled())                                                                   \
+            pdk_trace_point(what);                                                                 \
     } while (0)
 
 #endif

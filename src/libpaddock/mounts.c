@@ -46,8 +46,7 @@ static int sys_move_mount(int from_dfd, const char *from, int to_dfd, const char
     return (int)syscall(SYS_move_mount, from_dfd, from, to_dfd, to, flags);
 }
 
-static int sys_mount_setattr(int dfd, const char *path, unsigned flags,
-                             struct mount_attr_v0 *attr)
+static int sys_mount_setattr(int dfd, const char *path, unsigned flags, struct mount_attr_v0 *attr)
 {
     return (int)syscall(SYS_mount_setattr, dfd, path, flags, attr, sizeof(*attr));
 }
@@ -96,8 +95,8 @@ static int open_source(const char *path, bool writable, int userns_fd, const cha
     return steal_fd(&fd);
 }
 
-int pdk_mounts_open_sources(const pdk_sandbox_config *cfg, int userns_fd,
-                            pdk_mount_sources *out, pdk_error *err)
+int pdk_mounts_open_sources(const pdk_sandbox_config *cfg, int userns_fd, pdk_mount_sources *out,
+                            pdk_error *err)
 {
     out->workspace = out->layers = -1;
     out->bind_count = cfg->bind_count;
@@ -117,8 +116,7 @@ int pdk_mounts_open_sources(const pdk_sandbox_config *cfg, int userns_fd,
     }
     for (size_t i = 0; i < cfg->bind_count; i++) {
         out->binds[i] = open_source(cfg->binds[i].source, cfg->binds[i].writable, userns_fd,
-                                    cfg->binds[i].writable ? "write path" : "read_allow path",
-                                    err);
+                                    cfg->binds[i].writable ? "write path" : "read_allow path", err);
         if (out->binds[i] < 0)
             goto fail;
     }
@@ -267,9 +265,8 @@ static int setup_dev(builder *b)
     if (mount_tmpfs(b, "/dev/shm", "mode=1777", 0) < 0)
         return -1;
     static const char *const links[][2] = {
-        {"pts/ptmx", "ptmx"},         {"/proc/self/fd", "fd"},
-        {"/proc/self/fd/0", "stdin"}, {"/proc/self/fd/1", "stdout"},
-        {"/proc/self/fd/2", "stderr"},
+        {"pts/ptmx", "ptmx"},          {"/proc/self/fd", "fd"},       {"/proc/self/fd/0", "stdin"},
+        {"/proc/self/fd/1", "stdout"}, {"/proc/self/fd/2", "stderr"},
     };
     for (size_t i = 0; i < PDK_ARRAY_SIZE(links); i++) {
         _cleanup_free_ char *dst = xasprintf(NEWROOT "/dev/%s", links[i][1]);
@@ -277,8 +274,7 @@ static int setup_dev(builder *b)
             return pdk_error_set(b->err, errno, "creating /dev/%s", links[i][1]);
     }
     /* Nothing may be added to /dev once it is built. */
-    if (mount(NULL, NEWROOT "/dev", NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NOEXEC, NULL) <
-        0)
+    if (mount(NULL, NEWROOT "/dev", NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NOEXEC, NULL) < 0)
         return pdk_error_set(b->err, errno, "making /dev read-only");
     return 0;
 }
@@ -306,7 +302,8 @@ static int make_placeholder_layer(builder *b)
     for (size_t i = 0; cfg->protect_paths && cfg->protect_paths[i]; i++) {
         if (!pdk_path_is_within(cfg->protect_paths[i], cfg->workspace))
             continue;
-        _cleanup_free_ char *rel = xstrdup(pdk_path_relative(cfg->protect_paths[i], cfg->workspace));
+        _cleanup_free_ char *rel =
+            xstrdup(pdk_path_relative(cfg->protect_paths[i], cfg->workspace));
         size_t len = strlen(rel);
         while (len > 0 && rel[len - 1] == '/')
             rel[--len] = '\0';
@@ -379,10 +376,9 @@ static int setup_workspace(builder *b, pdk_mount_sources *src)
      * mount; the overlay keeps private clones of them. */
     if (pdk_mkdir_p(SCRATCH "/lower", 0700) < 0 || mkdir(SCRATCH "/layers", 0700) < 0)
         return pdk_error_set(b->err, errno, "creating the overlay staging directories");
-    if (sys_move_mount(src->workspace, "", AT_FDCWD, SCRATCH "/lower",
-                       MOVE_MOUNT_F_EMPTY_PATH) < 0 ||
-        sys_move_mount(src->layers, "", AT_FDCWD, SCRATCH "/layers", MOVE_MOUNT_F_EMPTY_PATH) <
-            0)
+    if (sys_move_mount(src->workspace, "", AT_FDCWD, SCRATCH "/lower", MOVE_MOUNT_F_EMPTY_PATH) <
+            0 ||
+        sys_move_mount(src->layers, "", AT_FDCWD, SCRATCH "/layers", MOVE_MOUNT_F_EMPTY_PATH) < 0)
         return pdk_error_set(b->err, errno, "staging the overlay layers");
     close(src->workspace);
     close(src->layers);
@@ -417,7 +413,8 @@ static int setup_workspace(builder *b, pdk_mount_sources *src)
         return pdk_error_set(b->err, e, "mounting the workspace overlay%s%s", n > 0 ? ": " : "",
                              n > 0 ? log : "");
     }
-    _cleanup_close_ int mnt = sys_fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+    _cleanup_close_ int mnt =
+        sys_fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
     if (mnt < 0)
         return pdk_error_set(b->err, errno, "fsmount of the workspace overlay");
     if (attach(b, mnt, cfg->workspace, "the workspace overlay") < 0)
@@ -505,8 +502,8 @@ static int make_readonly(builder *b, const char *p, const char *inside_path)
     _cleanup_close_ int tree = sys_open_tree(AT_FDCWD, p, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
     if (tree < 0)
         return pdk_error_set(b->err, errno, "protecting %s", inside_path);
-    struct mount_attr_v0 attr = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
-                                             MOUNT_ATTR_NODEV};
+    struct mount_attr_v0 attr = {.attr_set =
+                                     MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
     if (sys_mount_setattr(tree, "", AT_EMPTY_PATH, &attr) < 0)
         return pdk_error_set(b->err, errno, "protecting %s", inside_path);
     if (sys_move_mount(tree, "", AT_FDCWD, p, MOVE_MOUNT_F_EMPTY_PATH) < 0)
@@ -593,8 +590,8 @@ static int build_base(builder *b)
         sys_open_tree(AT_FDCWD, "/", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
     if (root < 0)
         return pdk_error_set(err, errno, "cloning the host root (open_tree)");
-    struct mount_attr_v0 attr = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
-                                             MOUNT_ATTR_NODEV,
+    struct mount_attr_v0 attr = {.attr_set =
+                                     MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
                                  .propagation = MS_PRIVATE};
     if (sys_mount_setattr(root, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr) < 0)
         return pdk_error_set(err, errno, "making the host root read-only (mount_setattr)");
@@ -680,8 +677,8 @@ void pdk_mounts_builder_free(pdk_mount_builder *mb)
     free(mb);
 }
 
-int pdk_mounts_build(const pdk_sandbox_config *cfg, pdk_mount_sources *src,
-                     const pdk_idmap *idmap, int report_fd, pdk_error *err)
+int pdk_mounts_build(const pdk_sandbox_config *cfg, pdk_mount_sources *src, const pdk_idmap *idmap,
+                     int report_fd, pdk_error *err)
 {
     pdk_mount_builder *mb = pdk_mounts_begin(cfg, idmap, report_fd, err);
     if (!mb)

@@ -28,8 +28,8 @@ typedef struct pdk_mount_sources {
 } pdk_mount_sources;
 
 /* Make the source trees. userns_fd >= 0 idmaps them onto that user namespace. */
-int pdk_mounts_open_sources(const pdk_sandbox_config *cfg, int userns_fd,
-                            pdk_mount_sources *out, pdk_error *err);
+int pdk_mounts_open_sources(const pdk_sandbox_config *cfg, int userns_fd, pdk_mount_sources *out,
+                            pdk_error *err);
 void pdk_mounts_close_sources(pdk_mount_sources *src);
 /* Flatten into fds[] (for SCM_RIGHTS) and back. */
 size_t pdk_mounts_sources_to_fds(const pdk_mount_sources *src, int *fds, size_t max);
@@ -38,8 +38,8 @@ void pdk_mounts_sources_from_fds(const pdk_sandbox_config *cfg, const int *fds, 
 
 /* Child side: build the tree and pivot into it. report_fd receives PDK_MSG_PLACEHOLDER
  * messages. Returns 0 or -1 with err. */
-int pdk_mounts_build(const pdk_sandbox_config *cfg, pdk_mount_sources *src,
-                     const pdk_idmap *idmap, int report_fd, pdk_error *err);
+int pdk_mounts_build(const pdk_sandbox_config *cfg, pdk_mount_sources *src, const pdk_idmap *idmap,
+                     int report_fd, pdk_error *err);
 
 /* The same in two steps, so that the part that depends on nothing (host root, /dev,
  * /proc, /tmp, /run) is built while the supervisor still prepares the rest: begin returns

@@ -26,8 +26,8 @@ static uint32_t subid_base(const char *file)
         unsigned long start, count;
         if (sscanf(line, "%127[^:]:%lu:%lu", name, &start, &count) != 3)
             continue;
-        if ((strcmp(name, "root") == 0 || strcmp(name, "0") == 0) &&
-            count >= PDK_HOST_ID_COUNT && start > 0 && start < 0xffff0000ul) {
+        if ((strcmp(name, "root") == 0 || strcmp(name, "0") == 0) && count >= PDK_HOST_ID_COUNT &&
+            start > 0 && start < 0xffff0000ul) {
             base = (uint32_t)start;
             break;
         }
@@ -93,12 +93,10 @@ int pdk_idmap_write(const pdk_idmap *map, pid_t pid, pdk_error *err)
 {
     char buf[128];
     if (map->privileged) {
-        snprintf(buf, sizeof(buf), "0 %u %u\n", (unsigned)map->host_uid_base,
-                 (unsigned)map->count);
+        snprintf(buf, sizeof(buf), "0 %u %u\n", (unsigned)map->host_uid_base, (unsigned)map->count);
         if (write_proc(pid, "uid_map", buf, err) < 0)
             return -1;
-        snprintf(buf, sizeof(buf), "0 %u %u\n", (unsigned)map->host_gid_base,
-                 (unsigned)map->count);
+        snprintf(buf, sizeof(buf), "0 %u %u\n", (unsigned)map->host_gid_base, (unsigned)map->count);
         return write_proc(pid, "gid_map", buf, err);
     }
     snprintf(buf, sizeof(buf), "%u %u 1\n", (unsigned)map->inside_uid,

@@ -18,13 +18,13 @@
 #define PDK_HOST_ID_BASE  1879048192u /* 0x70000000 */
 #define PDK_HOST_ID_COUNT 65536u
 
-#define PDK_NAMESPACE_FLAGS                                                                \
-    (CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS |            \
-     CLONE_NEWNET | CLONE_NEWCGROUP)
+#define PDK_NAMESPACE_FLAGS                                                                        \
+    (CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET |     \
+     CLONE_NEWCGROUP)
 
 typedef struct pdk_idmap {
-    bool privileged;   /* started as root: a range is mapped, layers are idmapped */
-    uid_t inside_uid;  /* the command's uid inside (the caller's uid) */
+    bool privileged;  /* started as root: a range is mapped, layers are idmapped */
+    uid_t inside_uid; /* the command's uid inside (the caller's uid) */
     gid_t inside_gid;
     uid_t host_uid_base; /* privileged: inside 0 = host base; else the caller's uid */
     gid_t host_gid_base;

@@ -41,13 +41,13 @@
 #define TOO_LARGE_MESSAGE "the policy is larger than 1 MiB (is this the right file?)"
 
 const char *const pdk_builtin_protected[] = {
-    ".git/hooks/", ".git/config", ".mcp.json", ".vscode/", ".idea/", ".codex/",
-    ".claude/settings.json", ".claude/commands/", ".claude/agents/", NULL,
+    ".git/hooks/", ".git/config",           ".mcp.json",         ".vscode/",        ".idea/",
+    ".codex/",     ".claude/settings.json", ".claude/commands/", ".claude/agents/", NULL,
 };
 
 const char *const pdk_builtin_protected_home[] = {
-    ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc",
-    ".zprofile", ".zshenv", ".zlogin", ".gitconfig", NULL,
+    ".bashrc",   ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc",
+    ".zprofile", ".zshenv",       ".zlogin",     ".gitconfig",   NULL,
 };
 
 const char *const pdk_builtin_hidden_home[] = {

@@ -16,8 +16,8 @@
 
 typedef struct pdk_policy_diag {
     char *file;
-    int line;   /* 1-based; 0 when unknown */
-    int column; /* 1-based; 0 when unknown */
+    int line;      /* 1-based; 0 when unknown */
+    int column;    /* 1-based; 0 when unknown */
     char *message; /* one line: problem, then the fix in parentheses where there is one */
 } pdk_policy_diag;
 
@@ -41,7 +41,7 @@ typedef struct pdk_env_assignment {
 } pdk_env_assignment;
 
 typedef struct pdk_policy {
-    char *source; /* file path as given, or "<built-in default>" */
+    char *source;   /* file path as given, or "<built-in default>" */
     char *base_dir; /* directory of the file (NULL for built-in) */
 
     /* filesystem: absolute, normalised paths ("~" expanded) except protect */
@@ -105,9 +105,8 @@ const char *pdk_policy_default_text(void);
  * on failure, holds every problem sorted by position (free with pdk_policy_diags_free).
  * On success every char ** list of the policy is a NULL-terminated array (possibly empty,
  * never NULL). Text over 1 MiB is refused. */
-int pdk_policy_parse(const char *name, const char *text, size_t len,
-                     const pdk_policy_context *ctx, pdk_policy **out, pdk_policy_diags *diags,
-                     pdk_error *err);
+int pdk_policy_parse(const char *name, const char *text, size_t len, const pdk_policy_context *ctx,
+                     pdk_policy **out, pdk_policy_diags *diags, pdk_error *err);
 
 /* Read and parse a file. An unreadable file is an error naming the file and the cause. */
 int pdk_policy_load_file(const char *path, const pdk_policy_context *ctx, pdk_policy **out,

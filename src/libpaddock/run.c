@@ -90,16 +90,16 @@ static int resolve_workspace(run_state *st, pdk_error *err)
         return pdk_error_set(err, errno, "cannot determine the current directory");
     char real[PATH_MAX];
     if (!realpath(given, real))
-        return pdk_error_set(err, errno,
-                             "workspace %s does not exist (create it, or pass --workspace DIR)",
-                             given);
+        return pdk_error_set(
+            err, errno, "workspace %s does not exist (create it, or pass --workspace DIR)", given);
     struct stat sb;
     if (stat(real, &sb) < 0 || !S_ISDIR(sb.st_mode))
         return pdk_error_set(err, 0, "workspace %s is not a directory (pass --workspace DIR)",
                              given);
     if (strcmp(real, "/") == 0)
-        return pdk_error_set(err, 0, "the workspace cannot be / (pass --workspace DIR with a "
-                                     "project directory)");
+        return pdk_error_set(err, 0,
+                             "the workspace cannot be / (pass --workspace DIR with a "
+                             "project directory)");
     if (pdk_path_is_within(st->state_dir, real) || pdk_path_is_within(real, st->state_dir))
         return pdk_error_set(err, 0,
                              "workspace %s overlaps paddock's state dir %s (choose another "
@@ -267,8 +267,8 @@ static int build_config(run_state *st, pdk_error *err)
     cfg->pass_fd_count = opt->pass_fd_count;
     cfg->tty = opt->tty;
     cfg->landlock_abi = pdk_landlock_abi();
-    if (pdk_landlock_check_abi(cfg->landlock_abi, pol->landlock_min_abi, opt->allow_degraded,
-                               err) < 0)
+    if (pdk_landlock_check_abi(cfg->landlock_abi, pol->landlock_min_abi, opt->allow_degraded, err) <
+        0)
         return -1;
     cfg->restrict_tcp_bind = pol->has_tcp_bind;
     cfg->tcp_bind = pol->tcp_bind;
@@ -389,8 +389,8 @@ int pdk_run(const pdk_run_options *opt, pdk_run_report *report, pdk_error *err)
         st.session->boot_id = pdk_session_current_boot_id();
     } else {
         /* Decided now, made on disk while the sandbox starts (materialize_session). */
-        if (pdk_session_prepare(st.state_dir, opt->session_name, st.workspace,
-                                opt->workspace_mode, &st.session, err) < 0)
+        if (pdk_session_prepare(st.state_dir, opt->session_name, st.workspace, opt->workspace_mode,
+                                &st.session, err) < 0)
             goto out;
         st.session_new = true;
     }

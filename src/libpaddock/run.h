@@ -8,8 +8,8 @@
 
 typedef struct pdk_run_options {
     char **argv;
-    const char *policy_path;  /* NULL: the built-in default */
-    const char *workspace;    /* NULL: the current directory */
+    const char *policy_path; /* NULL: the built-in default */
+    const char *workspace;   /* NULL: the current directory */
     pdk_workspace_mode workspace_mode;
     const char *session_name; /* NULL: a generated id */
     bool allow_degraded;
@@ -20,15 +20,15 @@ typedef struct pdk_run_options {
 } pdk_run_options;
 
 typedef struct pdk_run_report {
-    int exit_status;      /* what `paddock run` exits with (contract) */
-    char *session_id;     /* NULL when no session was kept or made */
+    int exit_status;  /* what `paddock run` exits with (contract) */
+    char *session_id; /* NULL when no session was kept or made */
     bool session_kept;
     bool session_removed; /* unnamed and unchanged: removed at the end */
     size_t changes;
     pdk_workspace_mode workspace_mode;
     bool timed_out;
     int64_t timeout_seconds;
-    char message[1024];   /* why paddock failed or could not run the command */
+    char message[1024]; /* why paddock failed or could not run the command */
 } pdk_run_report;
 
 /* Returns 0 when the sandbox ran (report->exit_status says how the command ended) and -1

@@ -88,8 +88,7 @@ static void fill_result(const pdk_supervisor_outcome *o, pdk_sandbox_result *res
         res->exit_status = 128 + SIGKILL;
     } else if (o->setup_failed) {
         res->exit_status = PDK_EXIT_PADDOCK_FAILED;
-        snprintf(res->message, sizeof(res->message), "sandbox setup failed: %.990s",
-                 o->message);
+        snprintf(res->message, sizeof(res->message), "sandbox setup failed: %.990s", o->message);
     } else {
         int s = o->init_wait_status;
         res->exit_status = PDK_EXIT_PADDOCK_FAILED;
@@ -203,8 +202,7 @@ int pdk_sandbox_run(const pdk_sandbox_config *cfg, pdk_sandbox_result *res, pdk_
             goto kill;
     }
     int fds[PDK_MSG_MAX_FDS];
-    size_t nfds = idmap.privileged ? pdk_mounts_sources_to_fds(&sources, fds, PDK_MSG_MAX_FDS)
-                                   : 0;
+    size_t nfds = idmap.privileged ? pdk_mounts_sources_to_fds(&sources, fds, PDK_MSG_MAX_FDS) : 0;
     if (pdk__msg_send(sock[0], PDK_MSG_GO, 0, NULL, fds, nfds) < 0) {
         pdk_error_set(err, errno, "starting the sandbox");
         goto kill;

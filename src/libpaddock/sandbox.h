@@ -88,9 +88,9 @@ typedef struct pdk_sandbox_rest pdk_sandbox_rest;
 typedef struct pdk_sandbox_result {
     int exit_status; /* the contract: the command's own, 125, 126, 127, 128+N */
     bool timed_out;
-    bool started;     /* the command was executed */
-    char **placeholders; /* absolute paths paddock created as mount points */
-    char message[1024];  /* why paddock failed (status 125/126/127), else empty */
+    bool started;           /* the command was executed */
+    char **placeholders;    /* absolute paths paddock created as mount points */
+    char message[1024];     /* why paddock failed (status 125/126/127), else empty */
     pdk_sandbox_rest *rest; /* what pdk_sandbox_result_free() finishes */
 } pdk_sandbox_result;
 
@@ -100,8 +100,7 @@ typedef struct pdk_sandbox_result {
  * sandbox's init may still be exiting (the kernel tears its namespaces down meanwhile):
  * do the post-run work, then call pdk_sandbox_result_free(), which reaps it and removes
  * the cgroup, so that the two overlap. */
-int pdk_sandbox_run(const pdk_sandbox_config *cfg, pdk_sandbox_result *result,
-                    pdk_error *err);
+int pdk_sandbox_run(const pdk_sandbox_config *cfg, pdk_sandbox_result *result, pdk_error *err);
 
 /* Reap the sandbox's init, remove its cgroup, free the result. */
 void pdk_sandbox_result_free(pdk_sandbox_result *result);

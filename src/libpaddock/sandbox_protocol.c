@@ -58,7 +58,9 @@ int pdk__msg_recv(int sock, pdk_msg *msg, int *fds, size_t *nfds, int flags)
         struct cmsghdr align;
     } control;
     struct iovec iov = {.iov_base = msg, .iov_len = sizeof(*msg)};
-    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
+    struct msghdr mh = {.msg_iov = &iov,
+                        .msg_iovlen = 1,
+                        .msg_control = control.buf,
                         .msg_controllen = sizeof(control.buf)};
     ssize_t n;
     do {

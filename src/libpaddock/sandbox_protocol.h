@@ -21,7 +21,7 @@ enum pdk_msg_type {
 };
 
 #define PDK_MSG_TEXT_MAX 4096
-#define PDK_MSG_MAX_FDS 200
+#define PDK_MSG_MAX_FDS  200
 
 typedef struct pdk_msg {
     uint32_t type;

@@ -8,8 +8,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-int pdk_seccomp_build(const pdk_seccomp_options *options, pdk_seccomp_program *out,
-                      pdk_error *err)
+int pdk_seccomp_build(const pdk_seccomp_options *options, pdk_seccomp_program *out, pdk_error *err)
 {
     unsigned variant = options->nested_userns ? 1 : 0;
     if (variant >= PDK_SECCOMP_VARIANTS || pdk__seccomp_programs[variant].length == 0)

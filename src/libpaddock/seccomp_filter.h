@@ -41,8 +41,7 @@ extern const pdk_seccomp_program_set pdk__seccomp_program_sets[];
 extern const pdk_seccomp_program *const pdk__seccomp_programs;
 
 /* Pick the program for options (no allocation; out points at static data). */
-int pdk_seccomp_build(const pdk_seccomp_options *options, pdk_seccomp_program *out,
-                      pdk_error *err);
+int pdk_seccomp_build(const pdk_seccomp_options *options, pdk_seccomp_program *out, pdk_error *err);
 /* Install (sandbox side; no_new_privs must be set). Returns 0 or -1 with errno. */
 int pdk_seccomp_install(const pdk_seccomp_program *program);
 void pdk_seccomp_program_free(pdk_seccomp_program *program);

@@ -26,7 +26,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define PDK_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define PDK_ARRAY_SIZE(a)    (sizeof(a) / sizeof((a)[0]))
 #define PDK_SECCOMP_VARIANTS 2
 
 typedef struct pdk_seccomp_options {
@@ -37,28 +37,53 @@ typedef struct pdk_seccomp_options {
 #define CLONE_NEWTIME 0x00000080
 #endif
 
-#define NAMESPACE_CLONE_FLAGS                                                              \
-    (CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS |            \
-     CLONE_NEWNET | CLONE_NEWCGROUP | CLONE_NEWTIME)
+#define NAMESPACE_CLONE_FLAGS                                                                      \
+    (CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET |     \
+     CLONE_NEWCGROUP | CLONE_NEWTIME)
 
 /* Always denied with EPERM. */
 static const char *const denied_always[] = {
-    "ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd",
-    "io_uring_setup", "io_uring_enter", "io_uring_register",
-    "bpf", "perf_event_open", "userfaultfd",
-    "keyctl", "add_key", "request_key",
-    "kexec_load", "kexec_file_load",
-    "init_module", "finit_module", "delete_module",
-    "syslog", "acct", "swapon", "swapoff", "reboot", "quotactl", "quotactl_fd",
-    "open_by_handle_at", "lookup_dcookie", "uselib", "nfsservctl", "vhangup",
-    "settimeofday", "clock_settime", "clock_adjtime", "adjtimex",
+    "ptrace",
+    "process_vm_readv",
+    "process_vm_writev",
+    "pidfd_getfd",
+    "io_uring_setup",
+    "io_uring_enter",
+    "io_uring_register",
+    "bpf",
+    "perf_event_open",
+    "userfaultfd",
+    "keyctl",
+    "add_key",
+    "request_key",
+    "kexec_load",
+    "kexec_file_load",
+    "init_module",
+    "finit_module",
+    "delete_module",
+    "syslog",
+    "acct",
+    "swapon",
+    "swapoff",
+    "reboot",
+    "quotactl",
+    "quotactl_fd",
+    "open_by_handle_at",
+    "lookup_dcookie",
+    "uselib",
+    "nfsservctl",
+    "vhangup",
+    "settimeofday",
+    "clock_settime",
+    "clock_adjtime",
+    "adjtimex",
     NULL,
 };
 
 /* Denied unless nested user namespaces are allowed. */
 static const char *const denied_unless_nested[] = {
-    "mount", "umount2", "pivot_root", "chroot", "move_mount", "open_tree", "fsopen",
-    "fsconfig", "fsmount", "fspick", "mount_setattr", "setns", "unshare", NULL,
+    "mount",    "umount2", "pivot_root", "chroot",        "move_mount", "open_tree", "fsopen",
+    "fsconfig", "fsmount", "fspick",     "mount_setattr", "setns",      "unshare",   NULL,
 };
 
 /* Syscalls newer than libseccomp may know, by their (arch-independent) numbers. */
@@ -77,8 +102,8 @@ static uint32_t target_arch;
  * name into the target's. raw (when >= 0) is for a syscall libseccomp does not know yet:
  * then the rule can only be added for the native architecture (elsewhere the capability
  * checks of the kernel, with every capability dropped, still refuse it). */
-static int rule_raw(scmp_filter_ctx ctx, uint32_t action, const char *name, int raw,
-                    unsigned count, const struct scmp_arg_cmp *cmp)
+static int rule_raw(scmp_filter_ctx ctx, uint32_t action, const char *name, int raw, unsigned count,
+                    const struct scmp_arg_cmp *cmp)
 {
     int native = seccomp_syscall_resolve_name(name);
     int target = seccomp_syscall_resolve_name_arch(target_arch, name);
@@ -100,8 +125,7 @@ static int deny_name(scmp_filter_ctx ctx, const char *name)
     return rule(ctx, SCMP_ACT_ERRNO(EPERM), name, 0, NULL);
 }
 
-static int build_rules(scmp_filter_ctx ctx, const pdk_seccomp_options *options,
-                       const char **what)
+static int build_rules(scmp_filter_ctx ctx, const pdk_seccomp_options *options, const char **what)
 {
     int r;
     for (size_t i = 0; denied_always[i]; i++) {
@@ -188,11 +212,10 @@ static int build_rules(scmp_filter_ctx ctx, const pdk_seccomp_options *options,
     return 0;
 }
 
-
 static const struct {
-    const char *name;   /* as in the generated names */
-    const char *cpp;    /* the compiler's macro for it */
-    uint32_t token;     /* libseccomp's */
+    const char *name; /* as in the generated names */
+    const char *cpp;  /* the compiler's macro for it */
+    uint32_t token;   /* libseccomp's */
 } arches[] = {
     {"x86_64", "__x86_64__", SCMP_ARCH_X86_64},
     {"aarch64", "__aarch64__", SCMP_ARCH_AARCH64},
@@ -283,8 +306,10 @@ int main(int argc, char **argv)
     /* ... and the running one's, for paddock. */
     for (size_t a = 0; a < PDK_ARRAY_SIZE(arches); a++) {
         fprintf(out, "%s defined(%s)\n", a == 0 ? "#if" : "#elif", arches[a].cpp);
-        fprintf(out, "const pdk_seccomp_program *const pdk__seccomp_programs = "
-                     "pdk__seccomp_program_sets[%zu].programs;\n", a);
+        fprintf(out,
+                "const pdk_seccomp_program *const pdk__seccomp_programs = "
+                "pdk__seccomp_program_sets[%zu].programs;\n",
+                a);
     }
     fprintf(out, "#else\n#error \"paddock's seccomp filter is built for x86_64 and aarch64\"\n"
                  "#endif\n");

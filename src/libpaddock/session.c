@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define SESSION_FILE "session.json"
+#define SESSION_FILE   "session.json"
 #define SESSION_FORMAT 1
 
 bool pdk_session_name_valid(const char *name)
@@ -189,8 +189,7 @@ static int session_parse(pdk_session *s, const char *text, size_t len, pdk_error
     {
         const char *p = json_string_value(json_object_get(c, "path"));
         if (p)
-            pdk_session_note_committed(s, p,
-                                       json_integer_value(json_object_get(c, "ctime_ns")));
+            pdk_session_note_committed(s, p, json_integer_value(json_object_get(c, "ctime_ns")));
     }
     json_decref(root);
     return 0;
@@ -212,8 +211,8 @@ static int session_load(pdk_session *s, pdk_error *err)
     return session_parse(s, text, len, err);
 }
 
-int pdk_session_parse_metadata(const char *id, const char *text, size_t len,
-                               pdk_session **out, pdk_error *err)
+int pdk_session_parse_metadata(const char *id, const char *text, size_t len, pdk_session **out,
+                               pdk_error *err)
 {
     pdk_session *s = session_new("/nonexistent", id);
     if (session_parse(s, text, len, err) < 0) {
@@ -401,8 +400,8 @@ int pdk_session_clear_volatile(pdk_session *s, pdk_error *err)
      * every mount), so the marker goes with it. */
     _cleanup_close_ int work = pdk_open_beneath(s->dir_fd, "work", O_RDONLY | O_DIRECTORY, 0);
     if (work < 0)
-        return errno == ENOENT ? 0 : pdk_error_set(err, errno, "session %s: %s/work", s->id,
-                                                   s->dir);
+        return errno == ENOENT ? 0
+                               : pdk_error_set(err, errno, "session %s: %s/work", s->id, s->dir);
     if (pdk_rm_rf_at(work, "work") < 0)
         return pdk_error_set(err, errno, "session %s: cannot remove %s/%s", s->id, s->dir,
                              VOLATILE_MARKER);
@@ -441,8 +440,8 @@ int pdk_session_open_layers(const pdk_session *s, int *lower, int *upper, pdk_er
                              s->id);
     _cleanup_close_ int l = open(s->workspace, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (l < 0)
-        return pdk_error_set(err, errno, "cannot open the workspace %s of session %s",
-                             s->workspace, s->id);
+        return pdk_error_set(err, errno, "cannot open the workspace %s of session %s", s->workspace,
+                             s->id);
     int u = pdk_session_open_upper(s, err);
     if (u < 0)
         return -1;

@@ -29,7 +29,7 @@ typedef struct pdk_committed_path {
 
 typedef struct pdk_session {
     char *id;
-    bool named;     /* given with --session, rather than generated */
+    bool named;      /* given with --session, rather than generated */
     char *workspace; /* absolute, canonical path of the real workspace */
     pdk_workspace_mode mode;
     int64_t created_ns;  /* wall clock */
@@ -39,7 +39,7 @@ typedef struct pdk_session {
     int runs;
     int last_exit; /* -1 when no run has finished */
     uid_t owner_uid;
-    char **placeholders; /* workspace-relative paths paddock made as mount points */
+    char **placeholders;    /* workspace-relative paths paddock made as mount points */
     char **protected_paths; /* workspace-relative paths read-only in the sandbox (built-in
                              * list plus the policy's); commit refuses them by default */
     pdk_committed_path *committed;
@@ -97,8 +97,7 @@ char *pdk_session_current_boot_id(void);
 
 /* The real workspace (an O_PATH directory fd) and the upper layer of an overlay session,
  * for scanning; a direct-mode session has no layer (error saying so). */
-int pdk_session_open_layers(const pdk_session *session, int *lower, int *upper,
-                            pdk_error *err);
+int pdk_session_open_layers(const pdk_session *session, int *lower, int *upper, pdk_error *err);
 
 /* Remove the session directory entirely (the session must be locked by the caller). */
 int pdk_session_remove(pdk_session *session, pdk_error *err);
@@ -121,8 +120,8 @@ void pdk_session_note_committed(pdk_session *session, const char *path, int64_t 
 
 /* Parse the text of a session.json into a session that has no directory (for tests and
  * the fuzz target; pdk_session_open reads the file and does the same). */
-int pdk_session_parse_metadata(const char *id, const char *text, size_t len,
-                               pdk_session **out, pdk_error *err);
+int pdk_session_parse_metadata(const char *id, const char *text, size_t len, pdk_session **out,
+                               pdk_error *err);
 
 void pdk_session_free(pdk_session *session);
 void pdk_session_freep(pdk_session **session); /* for _cleanup_() */

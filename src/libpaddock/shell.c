@@ -31,28 +31,28 @@ enum token_kind {
     T_EOF,
     T_WORD,
     T_NEWLINE,
-    T_SEMI,      /* ; */
-    T_AMP,       /* & */
-    T_AND,       /* && */
-    T_OR,        /* || */
-    T_PIPE,      /* | */
-    T_PIPE_AMP,  /* |& */
-    T_LPAREN,    /* ( */
-    T_DLPAREN,   /* (( */
-    T_RPAREN,    /* ) */
-    T_REDIR,     /* any redirection operator, with its fd digits */
-    T_ERROR,     /* the lexer failed; the reason is set */
+    T_SEMI,     /* ; */
+    T_AMP,      /* & */
+    T_AND,      /* && */
+    T_OR,       /* || */
+    T_PIPE,     /* | */
+    T_PIPE_AMP, /* |& */
+    T_LPAREN,   /* ( */
+    T_DLPAREN,  /* (( */
+    T_RPAREN,   /* ) */
+    T_REDIR,    /* any redirection operator, with its fd digits */
+    T_ERROR,    /* the lexer failed; the reason is set */
 };
 
 /* Word flags. */
-#define W_QUOTED     0x001u /* some part quoted or backslash-escaped: not a reserved word */
-#define W_CMDSUBST   0x002u /* contains $( ) or ` ` */
-#define W_PARAM      0x004u /* contains $NAME, $1, $@, ${...} */
-#define W_ARITH      0x008u /* contains $(( )) */
-#define W_GLOB       0x010u /* unquoted * ? [ */
-#define W_BRACE      0x020u /* unquoted { or } (brace expansion in bash, zsh, ksh) */
-#define W_LEADING    0x040u /* starts with an unquoted ~ or = (tilde, zsh =cmd) */
-#define W_ASSIGN     0x080u /* NAME=... */
+#define W_QUOTED      0x001u /* some part quoted or backslash-escaped: not a reserved word */
+#define W_CMDSUBST    0x002u /* contains $( ) or ` ` */
+#define W_PARAM       0x004u /* contains $NAME, $1, $@, ${...} */
+#define W_ARITH       0x008u /* contains $(( )) */
+#define W_GLOB        0x010u /* unquoted * ? [ */
+#define W_BRACE       0x020u /* unquoted { or } (brace expansion in bash, zsh, ksh) */
+#define W_LEADING     0x040u /* starts with an unquoted ~ or = (tilde, zsh =cmd) */
+#define W_ASSIGN      0x080u /* NAME=... */
 #define W_BASH_ASSIGN 0x100u /* NAME+=... or NAME[...]=...: an assignment only to some shells */
 
 struct token {
@@ -126,8 +126,8 @@ static bool is_digit(char c)
 /* Characters that end an unquoted word. */
 static bool is_meta(char c)
 {
-    return c == '\0' || c == ' ' || c == '\t' || c == '\n' || c == ';' || c == '&' ||
-           c == '|' || c == '<' || c == '>' || c == '(' || c == ')';
+    return c == '\0' || c == ' ' || c == '\t' || c == '\n' || c == ';' || c == '&' || c == '|' ||
+           c == '<' || c == '>' || c == '(' || c == ')';
 }
 
 /* Index after any backslash-newline pairs at i (line continuations vanish before tokens). */
@@ -196,8 +196,8 @@ static bool read_braced_param(struct parser *p, size_t start, pdk_buf *word)
             return fail(p, "unterminated ${");
         if (c == '}')
             break;
-        if (c == '$' || c == '`' || c == '\'' || c == '"' || c == '\\' || c == '(' ||
-            c == '{' || c == '\n')
+        if (c == '$' || c == '`' || c == '\'' || c == '"' || c == '\\' || c == '(' || c == '{' ||
+            c == '\n')
             return fail(p, "complex parameter expansion");
         i++;
     }
@@ -596,8 +596,7 @@ static bool is_plain_word(const struct token *t, const char *w)
 
 static bool is_closer(const struct token *t)
 {
-    static const char *const closers[] = {"then", "elif", "else", "fi", "do", "done", "}",
-                                          "esac"};
+    static const char *const closers[] = {"then", "elif", "else", "fi", "do", "done", "}", "esac"};
     if (t->kind != T_WORD)
         return false;
     for (size_t i = 0; i < PDK_ARRAY_SIZE(closers); i++)
@@ -646,8 +645,8 @@ static bool check_command_words(struct parser *p, char **argv, const unsigned *f
             return fail(p, "tilde or = expansion in command position");
         if (w[0] == '\0')
             return fail(p, "empty command name");
-        static const char *const evaluators[] = {"eval", "exec", "source", ".", "trap",
-                                                 "coproc", "alias"};
+        static const char *const evaluators[] = {"eval", "exec",   "source", ".",
+                                                 "trap", "coproc", "alias"};
         for (size_t e = 0; e < PDK_ARRAY_SIZE(evaluators); e++)
             if (strcmp(w, evaluators[e]) == 0)
                 return fail_take(p, xasprintf("%s as the command", w));
@@ -840,8 +839,7 @@ static bool parse_if(struct parser *p)
 {
     consume(p); /* if */
     for (;;) {
-        if (!parse_body(p, "empty if condition") ||
-            !expect_word(p, "then", "unterminated if") ||
+        if (!parse_body(p, "empty if condition") || !expect_word(p, "then", "unterminated if") ||
             !parse_body(p, "empty then branch"))
             return false;
         struct token *t = peek(p);
@@ -863,9 +861,9 @@ static bool parse_if(struct parser *p)
 static bool parse_while(struct parser *p)
 {
     consume(p); /* while, until */
-    return parse_body(p, "empty loop condition") &&
-           expect_word(p, "do", "unterminated loop") && parse_body(p, "empty loop body") &&
-           expect_word(p, "done", "unterminated loop") && parse_redirections(p);
+    return parse_body(p, "empty loop condition") && expect_word(p, "do", "unterminated loop") &&
+           parse_body(p, "empty loop body") && expect_word(p, "done", "unterminated loop") &&
+           parse_redirections(p);
 }
 
 static bool parse_for(struct parser *p)
@@ -1153,10 +1151,10 @@ const char *pdk_shell_wrapper_script(char *const *argv)
         if (a[0] == '-' && a[1] == '-') {
             /* Long options: the argument-taking ones skip their argument. */
             static const char *const with_arg[] = {"--rcfile", "--init-file"};
-            static const char *const flags[] = {"--login", "--norc", "--noprofile", "--posix",
-                                                "--noediting", "--restricted", "--verbose",
-                                                "--dump-strings", "--debugger", "--protected",
-                                                "--no-rcs", "--no-globalrcs"};
+            static const char *const flags[] = {"--login",     "--norc",         "--noprofile",
+                                                "--posix",     "--noediting",    "--restricted",
+                                                "--verbose",   "--dump-strings", "--debugger",
+                                                "--protected", "--no-rcs",       "--no-globalrcs"};
             bool known = false;
             for (size_t k = 0; k < PDK_ARRAY_SIZE(with_arg); k++)
                 if (strcmp(a, with_arg[k]) == 0) {

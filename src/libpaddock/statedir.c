@@ -28,9 +28,8 @@ int pdk_state_dir(bool create, char **out, pdk_error *err)
     const char *xdg = getenv("XDG_STATE_HOME");
     if (env && *env) {
         if (env[0] != '/')
-            return pdk_error_set(err, 0,
-                                 "PADDOCK_STATE_DIR=%s is not an absolute path (set it to one)",
-                                 env);
+            return pdk_error_set(
+                err, 0, "PADDOCK_STATE_DIR=%s is not an absolute path (set it to one)", env);
         path = pdk_path_normalize(env);
     } else if (xdg && xdg[0] == '/') {
         _cleanup_free_ char *x = pdk_path_normalize(xdg);

@@ -19,8 +19,8 @@
 #define P_PIDFD 3
 #endif
 
-static const int forwarded_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2,
-                                        SIGWINCH};
+static const int forwarded_signals[] = {SIGINT,  SIGTERM, SIGHUP,  SIGQUIT,
+                                        SIGUSR1, SIGUSR2, SIGWINCH};
 
 struct pdk_supervisor {
     struct event_base *base;

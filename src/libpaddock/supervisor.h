@@ -17,13 +17,13 @@
 typedef struct pdk_supervisor pdk_supervisor;
 
 typedef struct pdk_supervisor_outcome {
-    bool started;       /* the command was executed */
-    bool exited;        /* init reported the command's wait status */
+    bool started; /* the command was executed */
+    bool exited;  /* init reported the command's wait status */
     int wait_status;
     bool exec_failed;
     int exec_errno;
     char exec_command[256];
-    bool setup_failed;  /* init reported an error during setup */
+    bool setup_failed; /* init reported an error during setup */
     char message[1024];
     bool timed_out;
     int init_wait_status; /* init's own, from waitid */

@@ -18,16 +18,16 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-#define PDK_PRINTF(a, b) __attribute__((format(printf, a, b)))
-#define PDK_NORETURN     __attribute__((noreturn))
-#define PDK_UNUSED       __attribute__((unused))
+#define PDK_PRINTF(a, b)  __attribute__((format(printf, a, b)))
+#define PDK_NORETURN      __attribute__((noreturn))
+#define PDK_UNUSED        __attribute__((unused))
 #define PDK_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
-#define _cleanup_(f)     __attribute__((cleanup(f)))
-#define _cleanup_free_   _cleanup_(pdk_freep)
-#define _cleanup_close_  _cleanup_(pdk_closep)
-#define _cleanup_fclose_ _cleanup_(pdk_fclosep)
-#define _cleanup_strv_   _cleanup_(pdk_strv_freep)
+#define _cleanup_(f)       __attribute__((cleanup(f)))
+#define _cleanup_free_     _cleanup_(pdk_freep)
+#define _cleanup_close_    _cleanup_(pdk_closep)
+#define _cleanup_fclose_   _cleanup_(pdk_fclosep)
+#define _cleanup_strv_     _cleanup_(pdk_strv_freep)
 #define _cleanup_closedir_ _cleanup_(pdk_closedirp)
 
 void pdk_freep(void *pp);

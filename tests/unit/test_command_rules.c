@@ -71,8 +71,8 @@ static void test_prefix_and_default(void **state)
 static void test_alternatives_and_globs(void **state)
 {
     pdk_command_rules r = {.default_decision = PDK_DECISION_ALLOW};
-    rule(&r, PDK_DECISION_ASK, NULL, "lark-cli", "base", "+record-delete|+table-delete|+field-delete",
-         NULL);
+    rule(&r, PDK_DECISION_ASK, NULL, "lark-cli", "base",
+         "+record-delete|+table-delete|+field-delete", NULL);
     rule(&r, PDK_DECISION_ASK, NULL, "lark-cli", "api", "DELETE|PUT|PATCH|POST", NULL);
     rule(&r, PDK_DECISION_CONFINE, NULL, "npm", "run*", NULL);
     assert_int_equal(judge(&r, "lark-cli", "base", "+table-delete", "--id", "x", NULL).decision,

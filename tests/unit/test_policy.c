@@ -211,9 +211,8 @@ static void test_builtin_default(void **state)
     const char *text = pdk_policy_default_text();
     p = NULL;
     pdk_policy_diags diags = {0};
-    assert_int_equal(pdk_policy_parse("<built-in default>", text, strlen(text), &ctx, &p,
-                                      &diags, &err),
-                     0);
+    assert_int_equal(
+        pdk_policy_parse("<built-in default>", text, strlen(text), &ctx, &p, &diags, &err), 0);
     assert_int_equal(diags.count, 0);
     assert_defaults(p);
     pdk_policy *direct = NULL;
@@ -955,12 +954,12 @@ static void test_load_file(void **state)
 static void test_builtin_lists(void **state)
 {
     static const char *const protected_paths[] = {
-        ".git/hooks/", ".git/config", ".mcp.json", ".vscode/", ".idea/", ".codex/",
-        ".claude/settings.json", ".claude/commands/", ".claude/agents/", NULL};
+        ".git/hooks/", ".git/config",           ".mcp.json",         ".vscode/",        ".idea/",
+        ".codex/",     ".claude/settings.json", ".claude/commands/", ".claude/agents/", NULL};
     assert_strv_equal((char **)pdk_builtin_protected, protected_paths);
     static const char *const protected_home[] = {
-        ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile",
-        ".zshrc",  ".zprofile",     ".zshenv",     ".zlogin",      ".gitconfig", NULL};
+        ".bashrc",   ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc",
+        ".zprofile", ".zshenv",       ".zlogin",     ".gitconfig",   NULL};
     assert_strv_equal((char **)pdk_builtin_protected_home, protected_home);
     static const char *const hidden[] = {".ssh",
                                          ".aws",

@@ -172,17 +172,33 @@ static void check_allowed(const arch_case *a, unsigned v, const char *name, uint
 {
     uint32_t got = verdict(a, v, name, a0, a1);
     if (got != SECCOMP_RET_ALLOW)
-        fail_msg("%s variant %u: %s(0x%llx, 0x%llx) gives 0x%08x, want ALLOW", a->name, v,
-                 name, (unsigned long long)a0, (unsigned long long)a1, got);
+        fail_msg("%s variant %u: %s(0x%llx, 0x%llx) gives 0x%08x, want ALLOW", a->name, v, name,
+                 (unsigned long long)a0, (unsigned long long)a1, got);
 }
 
 static void test_denied_everywhere(void **state)
 {
     static const char *const denied[] = {
-        "ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "io_uring_setup",
-        "io_uring_enter", "io_uring_register", "bpf", "perf_event_open", "userfaultfd",
-        "keyctl", "add_key", "request_key", "kexec_load", "kexec_file_load", "init_module",
-        "finit_module", "delete_module", "syslog", NULL,
+        "ptrace",
+        "process_vm_readv",
+        "process_vm_writev",
+        "pidfd_getfd",
+        "io_uring_setup",
+        "io_uring_enter",
+        "io_uring_register",
+        "bpf",
+        "perf_event_open",
+        "userfaultfd",
+        "keyctl",
+        "add_key",
+        "request_key",
+        "kexec_load",
+        "kexec_file_load",
+        "init_module",
+        "finit_module",
+        "delete_module",
+        "syslog",
+        NULL,
     };
     for (size_t i = 0; i < sizeof(arches) / sizeof(arches[0]); i++)
         for (unsigned v = 0; v < PDK_SECCOMP_VARIANTS; v++)
@@ -192,10 +208,9 @@ static void test_denied_everywhere(void **state)
 
 static void test_mounts_and_namespaces(void **state)
 {
-    static const char *const mountish[] = {"mount", "umount2", "pivot_root", "move_mount",
-                                           "open_tree", "fsopen", "fsconfig", "fsmount",
-                                           "fspick", "mount_setattr", "setns", "unshare",
-                                           NULL};
+    static const char *const mountish[] = {
+        "mount",   "umount2", "pivot_root",    "move_mount", "open_tree", "fsopen", "fsconfig",
+        "fsmount", "fspick",  "mount_setattr", "setns",      "unshare",   NULL};
     for (size_t i = 0; i < sizeof(arches) / sizeof(arches[0]); i++) {
         const arch_case *a = &arches[i];
         for (size_t k = 0; mountish[k]; k++) {
@@ -205,11 +220,11 @@ static void test_mounts_and_namespaces(void **state)
         }
         /* clone: any namespace flag is refused, a thread or fork is not */
         check_allowed(a, 0, "clone", SIGCHLD, 0);
-        check_allowed(a, 0, "clone", CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND |
-                                         CLONE_THREAD | CLONE_SYSVSEM,
-                      0);
-        static const uint64_t ns[] = {CLONE_NEWUSER, CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWNET,
-                                      CLONE_NEWIPC, CLONE_NEWUTS, CLONE_NEWCGROUP};
+        check_allowed(
+            a, 0, "clone",
+            CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM, 0);
+        static const uint64_t ns[] = {CLONE_NEWUSER, CLONE_NEWNS,  CLONE_NEWPID,   CLONE_NEWNET,
+                                      CLONE_NEWIPC,  CLONE_NEWUTS, CLONE_NEWCGROUP};
         for (size_t f = 0; f < sizeof(ns) / sizeof(ns[0]); f++) {
             assert_int_equal(verdict(a, 0, "clone", ns[f] | SIGCHLD, 0), ERRNO(EPERM));
             assert_int_equal(verdict(a, 1, "clone", ns[f] | SIGCHLD, 0), SECCOMP_RET_ALLOW);
@@ -227,19 +242,18 @@ static void test_arguments(void **state)
         for (unsigned v = 0; v < PDK_SECCOMP_VARIANTS; v++) {
             /* terminal injection, with and without garbage in the upper 32 bits */
             assert_int_equal(verdict(a, v, "ioctl", 0, TIOCSTI), ERRNO(EPERM));
-            assert_int_equal(verdict(a, v, "ioctl", 0, TIOCSTI | 0xdead00000000ull),
-                             ERRNO(EPERM));
+            assert_int_equal(verdict(a, v, "ioctl", 0, TIOCSTI | 0xdead00000000ull), ERRNO(EPERM));
             assert_int_equal(verdict(a, v, "ioctl", 0, TIOCLINUX), ERRNO(EPERM));
-            assert_int_equal(verdict(a, v, "ioctl", 0, TIOCLINUX | 0x100000000ull),
-                             ERRNO(EPERM));
+            assert_int_equal(verdict(a, v, "ioctl", 0, TIOCLINUX | 0x100000000ull), ERRNO(EPERM));
             check_allowed(a, v, "ioctl", 0, TCGETS);
             check_allowed(a, v, "ioctl", 0, TIOCGWINSZ);
             /* socket families */
             check_allowed(a, v, "socket", AF_UNIX, 0);
             check_allowed(a, v, "socket", AF_INET, 0);
             check_allowed(a, v, "socket", AF_INET6, 0);
-            static const uint64_t bad[] = {AF_UNSPEC, AF_NETLINK, AF_PACKET, AF_VSOCK, AF_ALG,
-                                           AF_BLUETOOTH, 3, 9, 0x100000002ull};
+            static const uint64_t bad[] = {AF_UNSPEC, AF_NETLINK, AF_PACKET,
+                                           AF_VSOCK,  AF_ALG,     AF_BLUETOOTH,
+                                           3,         9,          0x100000002ull};
             for (size_t f = 0; f < sizeof(bad) / sizeof(bad[0]); f++)
                 assert_int_equal(verdict(a, v, "socket", bad[f], 0), ERRNO(EAFNOSUPPORT));
             /* personality: the query and the default only */
@@ -249,9 +263,10 @@ static void test_arguments(void **state)
             assert_int_equal(verdict(a, v, "personality", READ_IMPLIES_EXEC, 0), ERRNO(EPERM));
             assert_int_equal(verdict(a, v, "personality", 0xfffffffeu, 0), ERRNO(EPERM));
             /* everyday syscalls */
-            static const char *const ok[] = {"read", "write", "openat", "execve", "mmap",
-                                             "exit_group", "wait4", "landlock_restrict_self",
-                                             NULL};
+            static const char *const ok[] = {
+                "read", "write",      "openat", "execve",
+                "mmap", "exit_group", "wait4",  "landlock_restrict_self",
+                NULL};
             for (size_t k = 0; ok[k]; k++)
                 check_allowed(a, v, ok[k], 0, 0);
         }

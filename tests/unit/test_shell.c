@@ -181,7 +181,7 @@ static void t_subshell_group(void **state)
     assert_unreducible("a)", "unbalanced parentheses");
     assert_unreducible("{ a; } }", "unexpected '}'");
     assert_unreducible("{ a; }}", "brace in command position"); /* }} is a word */
-    assert_unreducible("{ a }", "unbalanced braces"); /* } is an argument of a */
+    assert_unreducible("{ a }", "unbalanced braces");           /* } is an argument of a */
     assert_unreducible("{ a;", "unbalanced braces");
     assert_unreducible("( )", "empty subshell");
     assert_unreducible("(a) b", "syntax error");
@@ -237,8 +237,8 @@ static void t_redirections(void **state)
 static void t_structures(void **state)
 {
     pdk_shell_split_t s = split_ok("if test -f x; then rm x; elif [ -d x ]; then rmdir x; "
-                                 "else echo none; fi",
-                                 5);
+                                   "else echo none; fi",
+                                   5);
     assert_cmd(&s, 0, W("test", "-f", "x"));
     assert_cmd(&s, 1, W("rm", "x"));
     assert_cmd(&s, 2, W("[", "-d", "x", "]"));
@@ -388,7 +388,8 @@ static void t_unreducible_constructs(void **state)
 
 static void t_comments(void **state)
 {
-    pdk_shell_split_t s = split_ok("# leading\nls # trailing && rm x\n  # indented\necho a#b '#c' #d", 2);
+    pdk_shell_split_t s =
+        split_ok("# leading\nls # trailing && rm x\n  # indented\necho a#b '#c' #d", 2);
     assert_cmd(&s, 0, W("ls"));
     assert_cmd(&s, 1, W("echo", "a#b", "#c"));
     pdk_shell_split_free(&s);
@@ -402,7 +403,12 @@ static void t_long_script(void **state)
 {
     pdk_buf b = {0};
     for (int i = 0; i < 1000; i++)
-        pdk_buf_printf(&b, "%s cmd%d --n=%d", i ? (i % 3 == 0 ? "\n" : i % 3 == 1 ? " && " : " | ") : "", i, i);
+        pdk_buf_printf(&b, "%s cmd%d --n=%d",
+                       i ? (i % 3 == 0   ? "\n"
+                            : i % 3 == 1 ? " && "
+                                         : " | ")
+                         : "",
+                       i, i);
     pdk_shell_split_t s = split_ok(b.data, 1000);
     for (int i = 0; i < 1000; i += 97) {
         char name[16], arg[16];
@@ -465,18 +471,12 @@ static void t_wrapper(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(t_simple),
-        cmocka_unit_test(t_quoting),
-        cmocka_unit_test(t_operators),
-        cmocka_unit_test(t_subshell_group),
-        cmocka_unit_test(t_assignments),
-        cmocka_unit_test(t_redirections),
-        cmocka_unit_test(t_structures),
-        cmocka_unit_test(t_command_substitution),
-        cmocka_unit_test(t_command_position),
-        cmocka_unit_test(t_unreducible_constructs),
-        cmocka_unit_test(t_comments),
-        cmocka_unit_test(t_long_script),
+        cmocka_unit_test(t_simple),           cmocka_unit_test(t_quoting),
+        cmocka_unit_test(t_operators),        cmocka_unit_test(t_subshell_group),
+        cmocka_unit_test(t_assignments),      cmocka_unit_test(t_redirections),
+        cmocka_unit_test(t_structures),       cmocka_unit_test(t_command_substitution),
+        cmocka_unit_test(t_command_position), cmocka_unit_test(t_unreducible_constructs),
+        cmocka_unit_test(t_comments),         cmocka_unit_test(t_long_script),
         cmocka_unit_test(t_wrapper),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
