@@ -458,6 +458,21 @@ static bool target_absent(const pdk_change *c)
            (c->status == PDK_CHANGE_TYPE_CHANGED && c->old_kind == PDK_KIND_DIR);
 }
 
+/* Put the finished temporary entry tmp in place of leaf (checked again just before), or
+ * remove it. */
+static int install_temp(commit_ctx *ctx, int parent, const char *tmp, const char *leaf,
+                        const pdk_change *c)
+{
+    bool absent = target_absent(c);
+    if (verify_target(ctx, parent, leaf, c, absent) < 0 ||
+        replace_with(ctx, parent, tmp, leaf, c, absent) < 0) {
+        unlinkat(parent, tmp, 0);
+        return -1;
+    }
+    touch_parent(ctx, c->path);
+    return 0;
+}
+
 static int write_file(commit_ctx *ctx, const pdk_change *c)
 {
     const char *leaf = NULL;
@@ -508,14 +523,7 @@ static int write_file(commit_ctx *ctx, const pdk_change *c)
         unlinkat(parent, tmp, 0);
         return pdk_error_set(ctx->err, saved, "\"%s\": %s", c->path, what);
     }
-    bool absent = target_absent(c);
-    if (verify_target(ctx, parent, leaf, c, absent) < 0 ||
-        replace_with(ctx, parent, tmp, leaf, c, absent) < 0) {
-        unlinkat(parent, tmp, 0);
-        return -1;
-    }
-    touch_parent(ctx, c->path);
-    return 0;
+    return install_temp(ctx, parent, tmp, leaf, c);
 }
 
 static int write_symlink(commit_ctx *ctx, const pdk_change *c)
@@ -542,14 +550,7 @@ static int write_symlink(commit_ctx *ctx, const pdk_change *c)
         return pdk_error_set(ctx->err, saved, "\"%s\": cannot set the owner", c->path);
     }
     utimensat(parent, tmp, times, AT_SYMLINK_NOFOLLOW); /* best effort */
-    bool absent = target_absent(c);
-    if (verify_target(ctx, parent, leaf, c, absent) < 0 ||
-        replace_with(ctx, parent, tmp, leaf, c, absent) < 0) {
-        unlinkat(parent, tmp, 0);
-        return -1;
-    }
-    touch_parent(ctx, c->path);
-    return 0;
+    return install_temp(ctx, parent, tmp, leaf, c);
 }
 
 /* Directories are made 0700 (so that we can fill them whatever their final mode) and get

@@ -75,31 +75,6 @@ int pdk_open_parent_beneath(int dirfd, const char *relpath, bool want_read, cons
     return pdk_open_beneath(dirfd, parent, flags, 0);
 }
 
-int pdk_mkdir_p_beneath(int dirfd, const char *relpath, mode_t mode)
-{
-    _cleanup_free_ char *copy = xstrdup(relpath);
-    _cleanup_close_ int cur = pdk_open_beneath(dirfd, ".", O_PATH | O_DIRECTORY, 0);
-    if (cur < 0)
-        return -1;
-    char *save = NULL;
-    for (char *part = strtok_r(copy, "/", &save); part; part = strtok_r(NULL, "/", &save)) {
-        if (strcmp(part, ".") == 0)
-            continue;
-        if (strcmp(part, "..") == 0) {
-            errno = EXDEV;
-            return -1;
-        }
-        if (mkdirat(cur, part, mode) < 0 && errno != EEXIST)
-            return -1;
-        int next = pdk_open_beneath(cur, part, O_PATH | O_DIRECTORY, 0);
-        if (next < 0)
-            return -1;
-        close(cur);
-        cur = next;
-    }
-    return 0;
-}
-
 int pdk_mkdir_p(const char *path, mode_t mode)
 {
     _cleanup_free_ char *copy = xstrdup(path);

@@ -29,9 +29,6 @@ int pdk_open_parent_beneath(int dirfd, const char *relpath, bool want_read, cons
  * when the entry is not a regular file). */
 int pdk_open_regular_beneath(int dirfd, const char *relpath);
 
-/* mkdir -p of relpath beneath dirfd, refusing symlinks on the way. */
-int pdk_mkdir_p_beneath(int dirfd, const char *relpath, mode_t mode);
-
 /* mkdir -p for an absolute or relative path (plain paths; for trusted locations such as
  * the state dir). Missing parents are created with mode. */
 int pdk_mkdir_p(const char *path, mode_t mode);

@@ -676,14 +676,3 @@ void pdk_mounts_builder_free(pdk_mount_builder *mb)
     pdk_strv_free(mb->b.covered);
     free(mb);
 }
-
-int pdk_mounts_build(const pdk_sandbox_config *cfg, pdk_mount_sources *src, const pdk_idmap *idmap,
-                     int report_fd, pdk_error *err)
-{
-    pdk_mount_builder *mb = pdk_mounts_begin(cfg, idmap, report_fd, err);
-    if (!mb)
-        return -1;
-    int r = pdk_mounts_finish(mb, src);
-    pdk_mounts_builder_free(mb);
-    return r;
-}

@@ -36,14 +36,10 @@ size_t pdk_mounts_sources_to_fds(const pdk_mount_sources *src, int *fds, size_t 
 void pdk_mounts_sources_from_fds(const pdk_sandbox_config *cfg, const int *fds, size_t nfds,
                                  pdk_mount_sources *out);
 
-/* Child side: build the tree and pivot into it. report_fd receives PDK_MSG_PLACEHOLDER
- * messages. Returns 0 or -1 with err. */
-int pdk_mounts_build(const pdk_sandbox_config *cfg, pdk_mount_sources *src, const pdk_idmap *idmap,
-                     int report_fd, pdk_error *err);
-
-/* The same in two steps, so that the part that depends on nothing (host root, /dev,
+/* Child side, in two steps, so that the part that depends on nothing (host root, /dev,
  * /proc, /tmp, /run) is built while the supervisor still prepares the rest: begin returns
- * NULL with err on failure; finish builds the rest from src and pivots. */
+ * NULL with err on failure; finish builds the rest from src and pivots. report_fd
+ * receives PDK_MSG_PLACEHOLDER messages. */
 typedef struct pdk_mount_builder pdk_mount_builder;
 pdk_mount_builder *pdk_mounts_begin(const pdk_sandbox_config *cfg, const pdk_idmap *idmap,
                                     int report_fd, pdk_error *err);

@@ -59,13 +59,6 @@ void pdk_idmap_init(pdk_idmap *map)
     }
 }
 
-uid_t pdk_idmap_host_uid(const pdk_idmap *map, uid_t inside)
-{
-    if (map->privileged)
-        return map->host_uid_base + inside;
-    return map->host_uid_base;
-}
-
 pid_t pdk_clone3(uint64_t flags, int *pidfd, int cgroup_fd)
 {
     struct clone_args args;

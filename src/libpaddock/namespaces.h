@@ -34,9 +34,6 @@ typedef struct pdk_idmap {
 /* Decide the mapping for the calling process. */
 void pdk_idmap_init(pdk_idmap *map);
 
-/* Host uid that inside uid maps to (for messages and tests). */
-uid_t pdk_idmap_host_uid(const pdk_idmap *map, uid_t inside);
-
 /* clone3() with flags; returns the child's pid (0 in the child) and a pidfd in *pidfd.
  * cgroup_fd >= 0 adds CLONE_INTO_CGROUP. */
 pid_t pdk_clone3(uint64_t flags, int *pidfd, int cgroup_fd);

@@ -340,26 +340,6 @@ fail:
     return -1;
 }
 
-int pdk_session_create(const char *state_dir, const char *name, const char *workspace,
-                       pdk_workspace_mode mode, pdk_session **out, pdk_error *err)
-{
-    for (int attempt = 0;; attempt++) {
-        pdk_session *s = NULL;
-        if (pdk_session_prepare(state_dir, name, workspace, mode, &s, err) < 0) {
-            if (!name && attempt < 16 && strstr(err->message, "already exists"))
-                continue;
-            return -1;
-        }
-        if (pdk_session_materialize(s, err) == 0) {
-            *out = s;
-            return 0;
-        }
-        pdk_session_free(s);
-        if (name || attempt >= 16 || !strstr(err->message, "already exists"))
-            return -1;
-    }
-}
-
 int pdk_session_open(const char *state_dir, const char *id, pdk_session **out, pdk_error *err)
 {
     if (!pdk_session_name_valid(id))

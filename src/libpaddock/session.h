@@ -64,11 +64,6 @@ int pdk_session_prepare(const char *state_dir, const char *name, const char *wor
  * on failure nothing is left on disk. */
 int pdk_session_materialize(pdk_session *session, pdk_error *err);
 
-/* Create STATE/sessions/<id> (generating an id when name is NULL). Fails when a session of
- * that name exists. The session is returned locked. */
-int pdk_session_create(const char *state_dir, const char *name, const char *workspace,
-                       pdk_workspace_mode mode, pdk_session **out, pdk_error *err);
-
 /* Open an existing session by id. */
 int pdk_session_open(const char *state_dir, const char *id, pdk_session **out, pdk_error *err);
 
