@@ -23,10 +23,13 @@
 #define AT_RECURSIVE 0x8000
 #endif
 
-/* Where the new root is assembled in the child's initial view. */
-#define NEWROOT "/tmp"
-/* Scratch directory inside the sandbox's fresh /tmp, removed before the command runs. */
-#define SCRATCH NEWROOT "/tmp/.paddock-setup"
+/* A tmpfs over the old root's /tmp holds the new root while it is assembled, and a
+ * scratch directory beside it (staged overlay layers, the empty file that hides files).
+ * Both hang off the old root: the one unmount after pivot_root takes all of it away
+ * (each unmount waits for an RCU grace period). */
+#define STAGE   "/tmp"
+#define NEWROOT STAGE "/root"
+#define SCRATCH STAGE "/setup"
 
 struct mount_attr_v0 {
     uint64_t attr_set;
@@ -288,17 +291,42 @@ static int attach(builder *b, int tree_fd, const char *inside_path, const char *
     return 0;
 }
 
+/* The error of a failed overlayfs configuration, with the first line of its log. */
+static int overlay_error(builder *b, int fs, int e)
+{
+    char log[512] = "";
+    ssize_t n = read(fs, log, sizeof(log) - 1);
+    if (n > 0) {
+        log[n] = '\0';
+        log[strcspn(log, "\n")] = '\0';
+    }
+    return pdk_error_set(b->err, e, "mounting the workspace overlay%s%s", n > 0 ? ": " : "",
+                         n > 0 ? log : "");
+}
+
+/* The owner to give a placeholder directory: its real counterpart's, when the sandbox's
+ * user namespace maps it, else the sandbox user's. */
+static void placeholder_owner(const builder *b, const struct stat *st, uid_t *uid, gid_t *gid)
+{
+    const pdk_idmap *m = b->idmap;
+    bool uid_ok = m->privileged ? st->st_uid < m->count : st->st_uid == m->inside_uid;
+    bool gid_ok = m->privileged ? st->st_gid < m->count : st->st_gid == m->inside_gid;
+    *uid = uid_ok ? st->st_uid : m->inside_uid;
+    *gid = gid_ok ? st->st_gid : m->inside_gid;
+}
+
 /* A layer of placeholders, on top of the real workspace in the overlay: an empty
  * directory for every protected path that is missing (but whose parent exists), so that
  * it cannot be created, while the session layer (upper) stays untouched. Its directories
- * carry the mode and owner of their real counterparts. Returns 1 when a layer was made at
- * SCRATCH/placeholders, 0 when none is needed, -1 on error. */
-static int make_placeholder_layer(builder *b)
+ * carry the mode and owner of their real counterparts. The layer is a detached tmpfs,
+ * built through its fd: *out gets it, or -1 when none is needed. */
+static int make_placeholder_layer(builder *b, int lower, int layers, int *out)
 {
     const pdk_sandbox_config *cfg = b->cfg;
+    *out = -1;
     if (!cfg->make_placeholders)
         return 0;
-    bool mounted = false;
+    _cleanup_close_ int layer = -1;
     for (size_t i = 0; cfg->protect_paths && cfg->protect_paths[i]; i++) {
         if (!pdk_path_is_within(cfg->protect_paths[i], cfg->workspace))
             continue;
@@ -309,31 +337,42 @@ static int make_placeholder_layer(builder *b)
             rel[--len] = '\0';
         if (len == 0 || strstr(rel, ".."))
             continue;
-        _cleanup_free_ char *lower = xasprintf(SCRATCH "/lower/%s", rel);
-        _cleanup_free_ char *upper = xasprintf(SCRATCH "/layers/upper/%s", rel);
+        _cleanup_free_ char *in_upper = xasprintf("upper/%s", rel);
         struct stat st;
-        if (lstat(upper, &st) == 0 || lstat(lower, &st) == 0 || errno != ENOENT)
+        if (fstatat(layers, in_upper, &st, AT_SYMLINK_NOFOLLOW) == 0 ||
+            fstatat(lower, rel, &st, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT)
             continue; /* exists (or was deleted in the session: handled later) */
-        char *slash = strrchr(lower, '/');
-        *slash = '\0';
+        char *slash = strrchr(rel, '/');
         struct stat pst;
-        bool parent_ok = lstat(lower, &pst) == 0 && S_ISDIR(pst.st_mode);
-        *slash = '/';
-        if (!parent_ok)
-            continue;
-        if (!mounted) {
-            char opts[96];
-            snprintf(opts, sizeof(opts), "mode=0755,uid=%u,gid=%u,size=16k",
-                     (unsigned)b->idmap->inside_uid, (unsigned)b->idmap->inside_gid);
-            if (mkdir(SCRATCH "/placeholders", 0700) < 0 ||
-                mount("tmpfs", SCRATCH "/placeholders", "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
-                return pdk_error_set(b->err, errno, "making the placeholder layer");
+        if (slash) {
+            *slash = '\0';
+            bool parent_ok =
+                fstatat(lower, rel, &pst, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(pst.st_mode);
+            *slash = '/';
+            if (!parent_ok)
+                continue;
+        }
+        if (layer < 0) {
             struct stat root;
-            if (stat(SCRATCH "/lower", &root) == 0) {
-                (void)!chown(SCRATCH "/placeholders", root.st_uid, root.st_gid);
-                chmod(SCRATCH "/placeholders", root.st_mode & 07777);
-            }
-            mounted = true;
+            if (fstat(lower, &root) < 0)
+                return pdk_error_set(b->err, errno, "making the placeholder layer");
+            uid_t uid;
+            gid_t gid;
+            placeholder_owner(b, &root, &uid, &gid);
+            char mode[16], ids[64];
+            snprintf(mode, sizeof(mode), "%04o", (unsigned)(root.st_mode & 07777));
+            _cleanup_close_ int fs = sys_fsopen("tmpfs", FSOPEN_CLOEXEC);
+            if (fs < 0 || sys_fsconfig(fs, FSCONFIG_SET_STRING, "mode", mode, 0) < 0 ||
+                (snprintf(ids, sizeof(ids), "%u", (unsigned)uid),
+                 sys_fsconfig(fs, FSCONFIG_SET_STRING, "uid", ids, 0) < 0) ||
+                (snprintf(ids, sizeof(ids), "%u", (unsigned)gid),
+                 sys_fsconfig(fs, FSCONFIG_SET_STRING, "gid", ids, 0) < 0) ||
+                sys_fsconfig(fs, FSCONFIG_SET_STRING, "size", "16k", 0) < 0 ||
+                sys_fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+                return pdk_error_set(b->err, errno, "making the placeholder layer");
+            layer = sys_fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+            if (layer < 0)
+                return pdk_error_set(b->err, errno, "making the placeholder layer (fsmount)");
         }
         /* Every component, parents with their real counterpart's mode and owner. */
         for (char *p = rel;; p++) {
@@ -341,21 +380,47 @@ static int make_placeholder_layer(builder *b)
                 continue;
             char saved = *p;
             *p = '\0';
-            _cleanup_free_ char *dir = xasprintf(SCRATCH "/placeholders/%s", rel);
-            _cleanup_free_ char *real = xasprintf(SCRATCH "/lower/%s", rel);
-            if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+            if (mkdirat(layer, rel, 0755) < 0 && errno != EEXIST)
                 return pdk_error_set(b->err, errno, "placeholder %s", rel);
             struct stat rs;
-            if (saved != '\0' && lstat(real, &rs) == 0 && S_ISDIR(rs.st_mode)) {
-                (void)!chown(dir, rs.st_uid, rs.st_gid);
-                chmod(dir, rs.st_mode & 07777);
+            if (saved != '\0' && fstatat(lower, rel, &rs, AT_SYMLINK_NOFOLLOW) == 0 &&
+                S_ISDIR(rs.st_mode)) {
+                uid_t uid;
+                gid_t gid;
+                placeholder_owner(b, &rs, &uid, &gid);
+                (void)!fchownat(layer, rel, uid, gid, AT_SYMLINK_NOFOLLOW);
+                (void)!fchmodat(layer, rel, rs.st_mode & 07777, 0);
             }
             *p = saved;
             if (saved == '\0')
                 break;
         }
     }
-    return mounted ? 1 : 0;
+    *out = steal_fd(&layer);
+    return 0;
+}
+
+/* The layers, attached at paths in the scratch directory (overlayfs clones them; the
+ * scratch directory goes with the old root, in the same one unmount). They cannot go
+ * by fd: overlayfs takes a detached mount only from a namespace whose owner the caller
+ * has CAP_SYS_ADMIN over, and the sources come from the supervisor's. */
+static int stage_overlay_layers(builder *b, int fs, int placeholders, int lower, int layers)
+{
+    if (mkdir(SCRATCH "/lower", 0700) < 0 || mkdir(SCRATCH "/layers", 0700) < 0 ||
+        (placeholders >= 0 && mkdir(SCRATCH "/placeholders", 0700) < 0))
+        return pdk_error_set(b->err, errno, "creating the overlay staging directories");
+    if (sys_move_mount(lower, "", AT_FDCWD, SCRATCH "/lower", MOVE_MOUNT_F_EMPTY_PATH) < 0 ||
+        sys_move_mount(layers, "", AT_FDCWD, SCRATCH "/layers", MOVE_MOUNT_F_EMPTY_PATH) < 0 ||
+        (placeholders >= 0 && sys_move_mount(placeholders, "", AT_FDCWD, SCRATCH "/placeholders",
+                                             MOVE_MOUNT_F_EMPTY_PATH) < 0))
+        return pdk_error_set(b->err, errno, "staging the overlay layers");
+    const char *lowerdir =
+        placeholders >= 0 ? SCRATCH "/placeholders:" SCRATCH "/lower" : SCRATCH "/lower";
+    if (sys_fsconfig(fs, FSCONFIG_SET_STRING, "lowerdir", lowerdir, 0) < 0 ||
+        sys_fsconfig(fs, FSCONFIG_SET_STRING, "upperdir", SCRATCH "/layers/upper", 0) < 0 ||
+        sys_fsconfig(fs, FSCONFIG_SET_STRING, "workdir", SCRATCH "/layers/work", 0) < 0)
+        return overlay_error(b, fs, errno);
+    return 0;
 }
 
 static int setup_workspace(builder *b, pdk_mount_sources *src)
@@ -372,59 +437,31 @@ static int setup_workspace(builder *b, pdk_mount_sources *src)
         src->workspace = -1;
         return 0;
     }
-    /* overlayfs wants paths: attach the layer trees in the scratch dir for the time of the
-     * mount; the overlay keeps private clones of them. */
-    if (pdk_mkdir_p(SCRATCH "/lower", 0700) < 0 || mkdir(SCRATCH "/layers", 0700) < 0)
-        return pdk_error_set(b->err, errno, "creating the overlay staging directories");
-    if (sys_move_mount(src->workspace, "", AT_FDCWD, SCRATCH "/lower", MOVE_MOUNT_F_EMPTY_PATH) <
-            0 ||
-        sys_move_mount(src->layers, "", AT_FDCWD, SCRATCH "/layers", MOVE_MOUNT_F_EMPTY_PATH) < 0)
-        return pdk_error_set(b->err, errno, "staging the overlay layers");
-    close(src->workspace);
-    close(src->layers);
-    src->workspace = src->layers = -1;
-
-    int placeholders = make_placeholder_layer(b);
-    if (placeholders < 0)
+    _cleanup_close_ int placeholders = -1;
+    if (make_placeholder_layer(b, src->workspace, src->layers, &placeholders) < 0)
         return -1;
     _cleanup_close_ int fs = sys_fsopen("overlay", FSOPEN_CLOEXEC);
     if (fs < 0)
         return pdk_error_set(b->err, errno,
                              "overlayfs is not available (the kernel needs CONFIG_OVERLAY_FS; "
                              "or use --workspace-mode direct)");
-    const char *lowerdir =
-        placeholders ? SCRATCH "/placeholders:" SCRATCH "/lower" : SCRATCH "/lower";
-    if (sys_fsconfig(fs, FSCONFIG_SET_STRING, "lowerdir", lowerdir, 0) < 0 ||
-        sys_fsconfig(fs, FSCONFIG_SET_STRING, "upperdir", SCRATCH "/layers/upper", 0) < 0 ||
-        sys_fsconfig(fs, FSCONFIG_SET_STRING, "workdir", SCRATCH "/layers/work", 0) < 0 ||
-        sys_fsconfig(fs, FSCONFIG_SET_FLAG, "userxattr", NULL, 0) < 0 ||
+    if (stage_overlay_layers(b, fs, placeholders, src->workspace, src->layers) < 0)
+        return -1;
+    close(src->workspace);
+    close(src->layers);
+    src->workspace = src->layers = -1;
+    if (sys_fsconfig(fs, FSCONFIG_SET_FLAG, "userxattr", NULL, 0) < 0 ||
         /* No syncfs of the whole upper filesystem at every unmount (and no-op fsyncs
          * inside): the session layer is a draft; run.c makes a kept layer durable with
          * one syncfs, and clears overlayfs's volatile marker once the overlay is gone. */
         sys_fsconfig(fs, FSCONFIG_SET_FLAG, "volatile", NULL, 0) < 0 ||
-        sys_fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0) {
-        int e = errno;
-        char log[512] = "";
-        ssize_t n = read(fs, log, sizeof(log) - 1);
-        if (n > 0) {
-            log[n] = '\0';
-            log[strcspn(log, "\n")] = '\0';
-        }
-        return pdk_error_set(b->err, e, "mounting the workspace overlay%s%s", n > 0 ? ": " : "",
-                             n > 0 ? log : "");
-    }
+        sys_fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+        return overlay_error(b, fs, errno);
     _cleanup_close_ int mnt =
         sys_fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
     if (mnt < 0)
         return pdk_error_set(b->err, errno, "fsmount of the workspace overlay");
-    if (attach(b, mnt, cfg->workspace, "the workspace overlay") < 0)
-        return -1;
-    if (umount2(SCRATCH "/lower", MNT_DETACH) < 0 || umount2(SCRATCH "/layers", MNT_DETACH) < 0 ||
-        (placeholders && umount2(SCRATCH "/placeholders", MNT_DETACH) < 0))
-        return pdk_error_set(b->err, errno, "unmounting the overlay staging directories");
-    if (placeholders)
-        rmdir(SCRATCH "/placeholders");
-    return 0;
+    return attach(b, mnt, cfg->workspace, "the workspace overlay");
 }
 
 static int compare_bind_targets(const void *a, const void *b)
@@ -597,6 +634,9 @@ static int build_base(builder *b)
         return pdk_error_set(err, errno, "making the host root read-only (mount_setattr)");
     if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
         return pdk_error_set(err, errno, "making the mount namespace private");
+    if (mount("tmpfs", STAGE, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0700") < 0 ||
+        mkdir(NEWROOT, 0700) < 0 || mkdir(SCRATCH, 0700) < 0)
+        return pdk_error_set(err, errno, "making the staging area on %s", STAGE);
     if (sys_move_mount(root, "", AT_FDCWD, NEWROOT, MOVE_MOUNT_F_EMPTY_PATH) < 0)
         return pdk_error_set(err, errno, "attaching the new root");
     pdk_trace("child: root attached");
@@ -611,8 +651,6 @@ static int build_base(builder *b)
     if (lstat(NEWROOT "/var/run", &st) == 0 && S_ISDIR(st.st_mode) &&
         mount_tmpfs(b, "/var/run", "mode=0755", 0) < 0)
         return -1;
-    if (pdk_mkdir_p(SCRATCH, 0700) < 0)
-        return pdk_error_set(err, errno, "creating %s", SCRATCH);
     pdk_trace("child: base tree built");
     return 0;
 }
@@ -640,12 +678,6 @@ static int build_rest(builder *b, pdk_mount_sources *src)
     if (setup_binds(b, src) < 0 || setup_hidden(b) < 0 || setup_protected(b) < 0)
         return -1;
     pdk_trace("child: binds hidden protected");
-    unlink(SCRATCH "/empty");
-    if (rmdir(SCRATCH "/lower") < 0 && errno != ENOENT)
-        return pdk_error_set(err, errno, "removing %s/lower", SCRATCH);
-    rmdir(SCRATCH "/layers");
-    if (rmdir(SCRATCH) < 0)
-        return pdk_error_set(err, errno, "removing %s", SCRATCH);
     if (pivot(b) < 0)
         return -1;
     pdk_trace("child: pivoted");

@@ -209,6 +209,39 @@ static PDK_NORETURN void command_main(const pdk__child_args *args, int ruleset_f
     _exit(e == ENOENT ? PDK_EXIT_NOT_FOUND : PDK_EXIT_CANNOT_EXECUTE);
 }
 
+typedef struct command_start {
+    const pdk__child_args *args;
+    int ruleset_fd;
+    const char *pty_slave;
+    int report_fd;
+    int close_fds[2]; /* init's ends, not the command's */
+} command_start;
+
+static int command_trampoline(void *arg)
+{
+    const command_start *cs = arg;
+    for (size_t i = 0; i < 2; i++)
+        if (cs->close_fds[i] >= 0)
+            close(cs->close_fds[i]);
+    command_main(cs->args, cs->ruleset_fd, cs->pty_slave, cs->report_fd);
+}
+
+/* Close every fd from 3 up but keep_a and keep_b. */
+static void close_all_but(int keep_a, int keep_b)
+{
+    int lo = keep_a < keep_b ? keep_a : keep_b, hi = keep_a < keep_b ? keep_b : keep_a;
+    unsigned from = 3;
+    int keep[2] = {lo, hi};
+    for (size_t i = 0; i < 2; i++) {
+        if (keep[i] < (int)from)
+            continue;
+        if (keep[i] > (int)from)
+            syscall(SYS_close_range, from, (unsigned)keep[i] - 1, 0);
+        from = (unsigned)keep[i] + 1;
+    }
+    syscall(SYS_close_range, from, ~0U, 0);
+}
+
 /* The init loop: forward signals, reap, report the command's status. */
 static PDK_NORETURN void init_loop(pid_t command)
 {
@@ -336,24 +369,26 @@ void pdk__sandbox_child_main(const pdk__child_args *args)
     int report[2];
     if (pipe2(report, O_CLOEXEC) < 0)
         die("pipe: %s", strerror(errno));
-    pid_t command = fork();
+    /* The command starts as a vfork-style child on its own stack (as posix_spawn does):
+     * no copy of init's address space to make and tear down again at exec. init waits,
+     * suspended, until the command has exec'd or failed. */
+    command_start cs = {.args = args,
+                        .ruleset_fd = ruleset,
+                        .pty_slave = cfg->tty ? slave : NULL,
+                        .report_fd = report[1],
+                        .close_fds = {report[0], master}};
+    static char command_stack[64 * 1024] __attribute__((aligned(16)));
+    pid_t command = clone(command_trampoline, command_stack + sizeof(command_stack),
+                          CLONE_VM | CLONE_VFORK | SIGCHLD, &cs);
     if (command < 0)
-        die("fork of the command: %s", strerror(errno));
-    if (command == 0) {
-        close(report[0]);
-        if (master >= 0)
-            close(master);
-        command_main(args, ruleset, cfg->tty ? slave : NULL, report[1]);
-    }
+        die("starting the command (clone): %s", strerror(errno));
     close(report[1]);
     if (ruleset >= 0)
         close(ruleset);
     if (master >= 0)
         close(master);
     /* init keeps nothing the caller left open (the command has its own copies). */
-    for (int fd = 3; fd < 1024; fd++)
-        if (fd != sync_fd && fd != report[0])
-            close(fd);
+    close_all_but(sync_fd, report[0]);
 
     int rep[2] = {0, 0};
     ssize_t n;
