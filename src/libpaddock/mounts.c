@@ -615,25 +615,31 @@ static int pivot(builder *b)
 
 struct pdk_mount_builder {
     builder b;
+    int root; /* the host root, cloned, read-only, until it is attached */
 };
 
-/* The part of the tree that depends on no policy, no workspace and no session: the host
- * root, /dev, /proc, /tmp, /run. */
-static int build_base(builder *b)
+/* The host root, read-only, private, as a detached recursive clone. */
+static int clone_root(builder *b)
 {
-    pdk_error *err = b->err;
-    /* The host root, read-only, private, as a detached recursive clone. */
     _cleanup_close_ int root =
         sys_open_tree(AT_FDCWD, "/", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
     if (root < 0)
-        return pdk_error_set(err, errno, "cloning the host root (open_tree)");
+        return pdk_error_set(b->err, errno, "cloning the host root (open_tree)");
     struct mount_attr_v0 attr = {.attr_set =
                                      MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
                                  .propagation = MS_PRIVATE};
     if (sys_mount_setattr(root, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr) < 0)
-        return pdk_error_set(err, errno, "making the host root read-only (mount_setattr)");
+        return pdk_error_set(b->err, errno, "making the host root read-only (mount_setattr)");
     if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
-        return pdk_error_set(err, errno, "making the mount namespace private");
+        return pdk_error_set(b->err, errno, "making the mount namespace private");
+    return steal_fd(&root);
+}
+
+/* The part of the tree that depends on no policy, no workspace and no session: the host
+ * root, /dev, /proc, /tmp, /run. */
+static int build_base(builder *b, int root)
+{
+    pdk_error *err = b->err;
     if (mount("tmpfs", STAGE, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0700") < 0 ||
         mkdir(NEWROOT, 0700) < 0 || mkdir(SCRATCH, 0700) < 0)
         return pdk_error_set(err, errno, "making the staging area on %s", STAGE);
@@ -684,16 +690,25 @@ static int build_rest(builder *b, pdk_mount_sources *src)
     return 0;
 }
 
-pdk_mount_builder *pdk_mounts_begin(const pdk_sandbox_config *cfg, const pdk_idmap *idmap,
-                                    int report_fd, pdk_error *err)
+pdk_mount_builder *pdk_mounts_new(const pdk_sandbox_config *cfg, const pdk_idmap *idmap,
+                                  int report_fd, pdk_error *err)
 {
     pdk_mount_builder *mb = xcalloc(1, sizeof(*mb));
     mb->b = (builder){.cfg = cfg, .idmap = idmap, .report_fd = report_fd, .err = err};
-    if (build_base(&mb->b) < 0) {
+    mb->root = clone_root(&mb->b);
+    if (mb->root < 0) {
         pdk_mounts_builder_free(mb);
         return NULL;
     }
     return mb;
+}
+
+int pdk_mounts_begin(pdk_mount_builder *mb)
+{
+    int r = build_base(&mb->b, mb->root);
+    close(mb->root);
+    mb->root = -1;
+    return r;
 }
 
 int pdk_mounts_finish(pdk_mount_builder *mb, pdk_mount_sources *src)
@@ -705,6 +720,8 @@ void pdk_mounts_builder_free(pdk_mount_builder *mb)
 {
     if (!mb)
         return;
+    if (mb->root >= 0)
+        close(mb->root);
     pdk_strv_free(mb->b.covered);
     free(mb);
 }

@@ -36,13 +36,16 @@ size_t pdk_mounts_sources_to_fds(const pdk_mount_sources *src, int *fds, size_t 
 void pdk_mounts_sources_from_fds(const pdk_sandbox_config *cfg, const int *fds, size_t nfds,
                                  pdk_mount_sources *out);
 
-/* Child side, in two steps, so that the part that depends on nothing (host root, /dev,
- * /proc, /tmp, /run) is built while the supervisor still prepares the rest: begin returns
- * NULL with err on failure; finish builds the rest from src and pivots. report_fd
- * receives PDK_MSG_PLACEHOLDER messages. */
+/* Child side, in three steps, so that each runs as early as it can while the supervisor
+ * still prepares the rest: new clones the host root (it needs nothing, not even the id
+ * maps); begin builds what depends on no policy (the root attached, /dev, /proc, /tmp,
+ * /run) once the ids are set; finish builds the rest from src and pivots. new returns
+ * NULL and the others -1 with err on failure. report_fd receives PDK_MSG_PLACEHOLDER
+ * messages. */
 typedef struct pdk_mount_builder pdk_mount_builder;
-pdk_mount_builder *pdk_mounts_begin(const pdk_sandbox_config *cfg, const pdk_idmap *idmap,
-                                    int report_fd, pdk_error *err);
+pdk_mount_builder *pdk_mounts_new(const pdk_sandbox_config *cfg, const pdk_idmap *idmap,
+                                  int report_fd, pdk_error *err);
+int pdk_mounts_begin(pdk_mount_builder *builder);
 int pdk_mounts_finish(pdk_mount_builder *builder, pdk_mount_sources *src);
 void pdk_mounts_builder_free(pdk_mount_builder *builder);
 

@@ -13,7 +13,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +26,7 @@ typedef struct run_state {
     pdk_policy *policy;
     char *state_dir;
     char *home;
+    char **homes; /* whose credential locations are hidden (homes_of) */
     char *workspace;
     pdk_session *session;
     bool session_new;     /* prepared here, to be made on disk while the sandbox starts */
@@ -40,18 +40,15 @@ static char **homes_of(const run_state *st)
 {
     char **homes = NULL;
     pdk_strv_push(&homes, st->home);
-    struct passwd *pw = getpwuid(getuid());
-    if (pw && pw->pw_dir && pw->pw_dir[0] == '/') {
-        _cleanup_free_ char *real = pdk_path_normalize(pw->pw_dir);
-        if (real && !pdk_strv_contains(homes, real))
-            pdk_strv_push(&homes, real);
-    }
+    _cleanup_free_ char *pw = pdk_passwd_home(getuid());
+    if (pw && !pdk_strv_contains(homes, pw))
+        pdk_strv_push(&homes, pw);
     return homes;
 }
 
 static bool is_credential_location(const run_state *st, const char *path)
 {
-    _cleanup_strv_ char **homes = homes_of(st);
+    char **homes = st->homes;
     for (size_t h = 0; homes[h]; h++) {
         for (size_t i = 0; pdk_builtin_hidden_home[i]; i++) {
             _cleanup_free_ char *hidden = pdk_path_join(homes[h], pdk_builtin_hidden_home[i]);
@@ -226,7 +223,7 @@ static int build_config(run_state *st, pdk_error *err)
 
     /* Hidden: the credential list, read_deny, the state dir (also where they really are,
      * when they are symlinks). */
-    _cleanup_strv_ char **homes = homes_of(st);
+    char **homes = st->homes;
     for (size_t h = 0; homes[h]; h++) {
         for (size_t i = 0; pdk_builtin_hidden_home[i]; i++) {
             _cleanup_free_ char *p = pdk_path_join(homes[h], pdk_builtin_hidden_home[i]);
@@ -360,6 +357,7 @@ int pdk_run(const pdk_run_options *opt, pdk_run_report *report, pdk_error *err)
     run_state st = {.opt = opt};
     int ret = -1;
     st.home = pdk_home_dir();
+    st.homes = homes_of(&st);
     pdk_policy_context ctx = {.home = st.home};
     if (opt->policy_path) {
         if (pdk_policy_load_file(opt->policy_path, &ctx, &st.policy, NULL, err) < 0)
@@ -466,6 +464,7 @@ out:
     pdk_policy_free(st.policy);
     free(st.state_dir);
     free(st.home);
+    pdk_strv_free(st.homes);
     free(st.workspace);
     return ret;
 }

@@ -292,6 +292,12 @@ void pdk__sandbox_child_main(const pdk__child_args *args)
     if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
         die("prctl(PR_SET_PDEATHSIG): %s", strerror(errno));
 
+    /* The host root's clone needs no id maps: made while the supervisor writes them. */
+    pdk_error err = {0};
+    pdk_mount_builder *builder = pdk_mounts_new(cfg, idmap, sync_fd, &err);
+    if (!builder)
+        die_error(&err);
+
     pdk_msg msg;
     int fds[PDK_MSG_MAX_FDS];
     size_t nfds = 0;
@@ -304,8 +310,6 @@ void pdk__sandbox_child_main(const pdk__child_args *args)
     if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
         die("prctl(PR_SET_DUMPABLE): %s", strerror(errno));
 
-    pdk_error err = {0};
-    pdk_mount_builder *builder = NULL;
     if (idmap->privileged) {
         if (setgroups(0, NULL) < 0)
             die("setgroups: %s", strerror(errno));
@@ -317,8 +321,7 @@ void pdk__sandbox_child_main(const pdk__child_args *args)
         if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
             die("prctl(PR_SET_PDEATHSIG): %s", strerror(errno));
         /* While the supervisor prepares the session and the bind sources. */
-        builder = pdk_mounts_begin(cfg, idmap, sync_fd, &err);
-        if (!builder)
+        if (pdk_mounts_begin(builder) < 0)
             die_error(&err);
     }
 
@@ -335,10 +338,7 @@ void pdk__sandbox_child_main(const pdk__child_args *args)
         pdk_mounts_sources_from_fds(cfg, fds, nfds, &src);
     } else {
         /* Unprivileged: the sources are opened here by path, before anything covers them. */
-        if (pdk_mounts_open_sources(cfg, -1, &src, &err) < 0)
-            die_error(&err);
-        builder = pdk_mounts_begin(cfg, idmap, sync_fd, &err);
-        if (!builder)
+        if (pdk_mounts_open_sources(cfg, -1, &src, &err) < 0 || pdk_mounts_begin(builder) < 0)
             die_error(&err);
     }
     if (pdk_mounts_finish(builder, &src) < 0)

@@ -4,21 +4,65 @@
 #include "fsutil.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* The home field of uid's line in /etc/passwd, or NULL. */
+static char *home_from_etc_passwd(uid_t uid)
+{
+    _cleanup_free_ char *text = NULL;
+    size_t len = 0;
+    if (pdk_read_file_at(AT_FDCWD, "/etc/passwd", &text, &len, 4u << 20) < 0)
+        return NULL;
+    for (char *line = text; line && *line;) {
+        char *next = strchr(line, '\n');
+        if (next)
+            *next++ = '\0';
+        /* name:password:uid:gid:gecos:home:shell */
+        char *field[7] = {0};
+        size_t n = 0;
+        for (char *p = line; n < 7; n++) {
+            field[n] = p;
+            p = strchr(p, ':');
+            if (!p)
+                break;
+            *p++ = '\0';
+        }
+        char *end = NULL;
+        if (n >= 5 && field[2][0] && strtoul(field[2], &end, 10) == uid && *end == '\0')
+            return field[5][0] == '/' ? xstrdup(field[5]) : NULL;
+        line = next;
+    }
+    return NULL;
+}
+
+char *pdk_passwd_home(uid_t uid)
+{
+    /* /etc/passwd first: NSS (getpwuid) costs far more, and most users are there. */
+    char *home = home_from_etc_passwd(uid);
+    if (!home) {
+        struct passwd *pw = getpwuid(uid);
+        if (pw && pw->pw_dir && pw->pw_dir[0] == '/')
+            home = xstrdup(pw->pw_dir);
+    }
+    if (!home)
+        return NULL;
+    char *normal = pdk_path_normalize(home);
+    free(home);
+    return normal;
+}
+
 char *pdk_home_dir(void)
 {
     const char *home = getenv("HOME");
     if (home && home[0] == '/')
         return pdk_path_normalize(home);
-    struct passwd *pw = getpwuid(getuid());
-    if (pw && pw->pw_dir && pw->pw_dir[0] == '/')
-        return pdk_path_normalize(pw->pw_dir);
-    return xstrdup("/");
+    char *pw = pdk_passwd_home(getuid());
+    return pw ? pw : xstrdup("/");
 }
 
 int pdk_state_dir(bool create, char **out, pdk_error *err)

@@ -12,6 +12,8 @@
 int pdk_state_dir(bool create, char **out, pdk_error *err);
 
 /* The caller's home directory: $HOME when set and absolute, else the passwd entry. */
+/* The home directory of uid in the user database, normalized (new string), or NULL. */
+char *pdk_passwd_home(uid_t uid);
 char *pdk_home_dir(void);
 
 #endif
