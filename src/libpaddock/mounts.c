@@ -30,6 +30,8 @@
 #define STAGE   "/tmp"
 #define NEWROOT STAGE "/root"
 #define SCRATCH STAGE "/setup"
+/* The directories bound over /tmp, /run, /dev, $HOME, ... */
+#define FRESH STAGE "/fresh"
 
 struct mount_attr_v0 {
     uint64_t attr_set;
@@ -178,7 +180,8 @@ typedef struct builder {
     const pdk_idmap *idmap;
     int report_fd;
     pdk_error *err;
-    char **covered; /* inside paths mounted over with a fresh tmpfs or a grant */
+    char **covered; /* inside paths mounted over with a fresh directory or a grant */
+    unsigned fresh_count;
 } builder;
 
 static char *in_root(const char *path)
@@ -226,14 +229,30 @@ static int ensure_mountpoint(builder *b, const char *inside_path, bool dir)
     return 0;
 }
 
-static int mount_tmpfs(builder *b, const char *inside_path, const char *options,
+/* A fresh empty directory over inside_path: a directory of the staging tmpfs, bound there.
+ * All of them share that one tmpfs (a superblock fewer to make and tear down for each);
+ * a bind cannot reach beyond its own directory. */
+static int mount_fresh(builder *b, const char *inside_path, mode_t mode, uid_t uid, gid_t gid,
                        unsigned long flags)
 {
     _cleanup_free_ char *p = in_root(inside_path);
-    if (mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV | flags, options) < 0)
-        return pdk_error_set(b->err, errno, "mounting a tmpfs on %s", inside_path);
+    char src[64];
+    snprintf(src, sizeof(src), FRESH "/%u", b->fresh_count++);
+    if (mkdir(src, 0700) < 0 || (uid != (uid_t)-1 && chown(src, uid, gid) < 0) ||
+        chmod(src, mode) < 0)
+        return pdk_error_set(b->err, errno, "making a fresh directory for %s", inside_path);
+    if (mount(src, p, NULL, MS_BIND, NULL) < 0 ||
+        (flags &&
+         mount(NULL, p, NULL, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV | flags, NULL) < 0))
+        return pdk_error_set(b->err, errno, "mounting a fresh directory on %s", inside_path);
     pdk_strv_push(&b->covered, inside_path);
     return 0;
+}
+
+/* Owned by whoever builds the sandbox: root inside, or the user. */
+static int mount_fresh_root(builder *b, const char *inside_path, mode_t mode)
+{
+    return mount_fresh(b, inside_path, mode, (uid_t)-1, (gid_t)-1, 0);
 }
 
 static int bind_device(builder *b, const char *name)
@@ -251,7 +270,7 @@ static int bind_device(builder *b, const char *name)
 
 static int setup_dev(builder *b)
 {
-    if (mount_tmpfs(b, "/dev", "mode=0755,size=64k,nr_inodes=64", MS_NOEXEC) < 0)
+    if (mount_fresh(b, "/dev", 0755, (uid_t)-1, (gid_t)-1, MS_NOEXEC) < 0)
         return -1;
     static const char *const devices[] = {"null", "zero", "full", "random", "urandom", "tty"};
     for (size_t i = 0; i < PDK_ARRAY_SIZE(devices); i++)
@@ -265,7 +284,7 @@ static int setup_dev(builder *b)
              tty_gid_mapped ? ",gid=5" : "");
     if (mount("devpts", NEWROOT "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, opts) < 0)
         return pdk_error_set(b->err, errno, "mounting a new devpts instance on /dev/pts");
-    if (mount_tmpfs(b, "/dev/shm", "mode=1777", 0) < 0)
+    if (mount_fresh_root(b, "/dev/shm", 01777) < 0)
         return -1;
     static const char *const links[][2] = {
         {"pts/ptmx", "ptmx"},          {"/proc/self/fd", "fd"},       {"/proc/self/fd/0", "stdin"},
@@ -277,7 +296,8 @@ static int setup_dev(builder *b)
             return pdk_error_set(b->err, errno, "creating /dev/%s", links[i][1]);
     }
     /* Nothing may be added to /dev once it is built. */
-    if (mount(NULL, NEWROOT "/dev", NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NOEXEC, NULL) < 0)
+    if (mount(NULL, NEWROOT "/dev", NULL,
+              MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
         return pdk_error_set(b->err, errno, "making /dev read-only");
     return 0;
 }
@@ -318,12 +338,11 @@ static void placeholder_owner(const builder *b, const struct stat *st, uid_t *ui
 /* A layer of placeholders, on top of the real workspace in the overlay: an empty
  * directory for every protected path that is missing (but whose parent exists), so that
  * it cannot be created, while the session layer (upper) stays untouched. Its directories
- * carry the mode and owner of their real counterparts. The layer is a detached tmpfs,
- * built through its fd: *out gets it, or -1 when none is needed. */
-static int make_placeholder_layer(builder *b, int lower, int layers, int *out)
+ * carry the mode and owner of their real counterparts. The layer is SCRATCH/placeholders:
+ * returns 1 when it was made, 0 when none is needed, -1 on error. */
+static int make_placeholder_layer(builder *b, int lower, int layers)
 {
     const pdk_sandbox_config *cfg = b->cfg;
-    *out = -1;
     if (!cfg->make_placeholders)
         return 0;
     _cleanup_close_ int layer = -1;
@@ -354,25 +373,15 @@ static int make_placeholder_layer(builder *b, int lower, int layers, int *out)
         }
         if (layer < 0) {
             struct stat root;
-            if (fstat(lower, &root) < 0)
-                return pdk_error_set(b->err, errno, "making the placeholder layer");
             uid_t uid;
             gid_t gid;
-            placeholder_owner(b, &root, &uid, &gid);
-            char mode[16], ids[64];
-            snprintf(mode, sizeof(mode), "%04o", (unsigned)(root.st_mode & 07777));
-            _cleanup_close_ int fs = sys_fsopen("tmpfs", FSOPEN_CLOEXEC);
-            if (fs < 0 || sys_fsconfig(fs, FSCONFIG_SET_STRING, "mode", mode, 0) < 0 ||
-                (snprintf(ids, sizeof(ids), "%u", (unsigned)uid),
-                 sys_fsconfig(fs, FSCONFIG_SET_STRING, "uid", ids, 0) < 0) ||
-                (snprintf(ids, sizeof(ids), "%u", (unsigned)gid),
-                 sys_fsconfig(fs, FSCONFIG_SET_STRING, "gid", ids, 0) < 0) ||
-                sys_fsconfig(fs, FSCONFIG_SET_STRING, "size", "16k", 0) < 0 ||
-                sys_fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+            if (fstat(lower, &root) < 0 || mkdir(SCRATCH "/placeholders", 0700) < 0)
                 return pdk_error_set(b->err, errno, "making the placeholder layer");
-            layer = sys_fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
-            if (layer < 0)
-                return pdk_error_set(b->err, errno, "making the placeholder layer (fsmount)");
+            placeholder_owner(b, &root, &uid, &gid);
+            layer = open(SCRATCH "/placeholders", O_PATH | O_DIRECTORY | O_CLOEXEC);
+            if (layer < 0 || chown(SCRATCH "/placeholders", uid, gid) < 0 ||
+                chmod(SCRATCH "/placeholders", root.st_mode & 07777) < 0)
+                return pdk_error_set(b->err, errno, "making the placeholder layer");
         }
         /* Every component, parents with their real counterpart's mode and owner. */
         for (char *p = rel;; p++) {
@@ -396,26 +405,22 @@ static int make_placeholder_layer(builder *b, int lower, int layers, int *out)
                 break;
         }
     }
-    *out = steal_fd(&layer);
-    return 0;
+    return layer >= 0 ? 1 : 0;
 }
 
 /* The layers, attached at paths in the scratch directory (overlayfs clones them; the
  * scratch directory goes with the old root, in the same one unmount). They cannot go
  * by fd: overlayfs takes a detached mount only from a namespace whose owner the caller
  * has CAP_SYS_ADMIN over, and the sources come from the supervisor's. */
-static int stage_overlay_layers(builder *b, int fs, int placeholders, int lower, int layers)
+static int stage_overlay_layers(builder *b, int fs, bool placeholders, int lower, int layers)
 {
-    if (mkdir(SCRATCH "/lower", 0700) < 0 || mkdir(SCRATCH "/layers", 0700) < 0 ||
-        (placeholders >= 0 && mkdir(SCRATCH "/placeholders", 0700) < 0))
+    if (mkdir(SCRATCH "/lower", 0700) < 0 || mkdir(SCRATCH "/layers", 0700) < 0)
         return pdk_error_set(b->err, errno, "creating the overlay staging directories");
     if (sys_move_mount(lower, "", AT_FDCWD, SCRATCH "/lower", MOVE_MOUNT_F_EMPTY_PATH) < 0 ||
-        sys_move_mount(layers, "", AT_FDCWD, SCRATCH "/layers", MOVE_MOUNT_F_EMPTY_PATH) < 0 ||
-        (placeholders >= 0 && sys_move_mount(placeholders, "", AT_FDCWD, SCRATCH "/placeholders",
-                                             MOVE_MOUNT_F_EMPTY_PATH) < 0))
+        sys_move_mount(layers, "", AT_FDCWD, SCRATCH "/layers", MOVE_MOUNT_F_EMPTY_PATH) < 0)
         return pdk_error_set(b->err, errno, "staging the overlay layers");
     const char *lowerdir =
-        placeholders >= 0 ? SCRATCH "/placeholders:" SCRATCH "/lower" : SCRATCH "/lower";
+        placeholders ? SCRATCH "/placeholders:" SCRATCH "/lower" : SCRATCH "/lower";
     if (sys_fsconfig(fs, FSCONFIG_SET_STRING, "lowerdir", lowerdir, 0) < 0 ||
         sys_fsconfig(fs, FSCONFIG_SET_STRING, "upperdir", SCRATCH "/layers/upper", 0) < 0 ||
         sys_fsconfig(fs, FSCONFIG_SET_STRING, "workdir", SCRATCH "/layers/work", 0) < 0)
@@ -437,15 +442,15 @@ static int setup_workspace(builder *b, pdk_mount_sources *src)
         src->workspace = -1;
         return 0;
     }
-    _cleanup_close_ int placeholders = -1;
-    if (make_placeholder_layer(b, src->workspace, src->layers, &placeholders) < 0)
+    int placeholders = make_placeholder_layer(b, src->workspace, src->layers);
+    if (placeholders < 0)
         return -1;
     _cleanup_close_ int fs = sys_fsopen("overlay", FSOPEN_CLOEXEC);
     if (fs < 0)
         return pdk_error_set(b->err, errno,
                              "overlayfs is not available (the kernel needs CONFIG_OVERLAY_FS; "
                              "or use --workspace-mode direct)");
-    if (stage_overlay_layers(b, fs, placeholders, src->workspace, src->layers) < 0)
+    if (stage_overlay_layers(b, fs, placeholders > 0, src->workspace, src->layers) < 0)
         return -1;
     close(src->workspace);
     close(src->layers);
@@ -509,8 +514,10 @@ static int mask_path(builder *b, const char *inside_path)
     if (lstat(p, &st) < 0 || S_ISLNK(st.st_mode))
         return 0; /* nothing there to hide (a symlink's target is hidden on its own) */
     if (S_ISDIR(st.st_mode)) {
-        if (mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY,
-                  "mode=0500,size=4k,nr_inodes=1") < 0)
+        if ((mkdir(SCRATCH "/emptydir", 0500) < 0 && errno != EEXIST) ||
+            mount(SCRATCH "/emptydir", p, NULL, MS_BIND, NULL) < 0 ||
+            mount(NULL, p, NULL,
+                  MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
             return pdk_error_set(b->err, errno, "hiding %s", inside_path);
         return 0;
     }
@@ -640,8 +647,8 @@ static int clone_root(builder *b)
 static int build_base(builder *b, int root)
 {
     pdk_error *err = b->err;
-    if (mount("tmpfs", STAGE, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0700") < 0 ||
-        mkdir(NEWROOT, 0700) < 0 || mkdir(SCRATCH, 0700) < 0)
+    if (mount("tmpfs", STAGE, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0700") < 0 ||
+        mkdir(NEWROOT, 0700) < 0 || mkdir(SCRATCH, 0700) < 0 || mkdir(FRESH, 0700) < 0)
         return pdk_error_set(err, errno, "making the staging area on %s", STAGE);
     if (sys_move_mount(root, "", AT_FDCWD, NEWROOT, MOVE_MOUNT_F_EMPTY_PATH) < 0)
         return pdk_error_set(err, errno, "attaching the new root");
@@ -651,11 +658,11 @@ static int build_base(builder *b, int root)
     pdk_trace("child: dev built");
     if (mount("proc", NEWROOT "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
         return pdk_error_set(err, errno, "mounting /proc");
-    if (mount_tmpfs(b, "/tmp", "mode=1777", 0) < 0 || mount_tmpfs(b, "/run", "mode=0755", 0) < 0)
+    if (mount_fresh_root(b, "/tmp", 01777) < 0 || mount_fresh_root(b, "/run", 0755) < 0)
         return -1;
     struct stat st;
     if (lstat(NEWROOT "/var/run", &st) == 0 && S_ISDIR(st.st_mode) &&
-        mount_tmpfs(b, "/var/run", "mode=0755", 0) < 0)
+        mount_fresh_root(b, "/var/run", 0755) < 0)
         return -1;
     pdk_trace("child: base tree built");
     return 0;
@@ -667,13 +674,11 @@ static int build_rest(builder *b, pdk_mount_sources *src)
     const pdk_sandbox_config *cfg = b->cfg;
     pdk_error *err = b->err;
     if (cfg->home && strcmp(cfg->home, "/") != 0) {
-        char opts[96];
-        snprintf(opts, sizeof(opts), "mode=0700,uid=%u,gid=%u", (unsigned)b->idmap->inside_uid,
-                 (unsigned)b->idmap->inside_gid);
         if (ensure_mountpoint(b, cfg->home, true) < 0) {
             pdk_warn("%s: $HOME stays hidden only by what hides its parts", err->message);
             pdk_error_clear(err);
-        } else if (mount_tmpfs(b, cfg->home, opts, 0) < 0) {
+        } else if (mount_fresh(b, cfg->home, 0700, b->idmap->inside_uid, b->idmap->inside_gid, 0) <
+                   0) {
             return -1;
         }
     }
