@@ -1,4 +1,5 @@
-/* namespaces.h: one clone3() with every namespace flag, and the uid/gid maps.
+/* namespaces.h: one clone3() with every namespace flag but the network's, the network
+ * namespace made by a helper thread in parallel, and the uid/gid maps.
  *
  * Started as root, the sandbox's user namespace maps 65536 ids starting at inside 0 to an
  * unprivileged host range (PDK_HOST_ID_BASE, or root's range in /etc/subuid), so nothing in
@@ -11,6 +12,7 @@
 #include "error.h"
 
 #include <sched.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -18,9 +20,11 @@
 #define PDK_HOST_ID_BASE  1879048192u /* 0x70000000 */
 #define PDK_HOST_ID_COUNT 65536u
 
+/* The network namespace is not among them: it costs more to set up than all the others
+ * together, so the child has a thread of its own make it (pdk_netns_start) while it builds
+ * its mounts and the supervisor writes the maps; the child joins it before anything runs. */
 #define PDK_NAMESPACE_FLAGS                                                                        \
-    (CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET |     \
-     CLONE_NEWCGROUP)
+    (CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP)
 
 typedef struct pdk_idmap {
     bool privileged;  /* started as root: a range is mapped, layers are idmapped */
@@ -40,5 +44,22 @@ pid_t pdk_clone3(uint64_t flags, int *pidfd, int cgroup_fd);
 
 /* Write uid_map, setgroups and gid_map of pid (the supervisor side). */
 int pdk_idmap_write(const pdk_idmap *map, pid_t pid, pdk_error *err);
+
+/* A new network namespace with loopback up, made by a thread of the calling process (which
+ * must hold CAP_SYS_ADMIN in its user namespace) while the caller goes on; with
+ * no_nested_userns the thread also sets user.max_user_namespaces to 0 in the caller's user
+ * namespace. The thread makes only system calls; it shares errno with the caller, which
+ * matters only when one of them fails. pdk_netns_join() waits for it and moves the caller
+ * into the namespace: 0, or -1 with errno and *what naming the step that failed. One job
+ * at a time per process. */
+typedef struct pdk_netns_job {
+    int netns_fd;
+    int error;        /* errno of the step that failed */
+    const char *what; /* that step */
+    bool no_nested_userns;
+    volatile pid_t tid; /* the thread's, cleared by the kernel when it exits */
+} pdk_netns_job;
+int pdk_netns_start(pdk_netns_job *job);
+int pdk_netns_join(pdk_netns_job *job, const char **what);
 
 #endif

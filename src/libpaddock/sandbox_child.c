@@ -9,6 +9,7 @@
 #include "landlock.h"
 #include "log.h"
 #include "mounts.h"
+#include "namespaces.h"
 #include "sandbox_protocol.h"
 
 #include <errno.h>
@@ -55,22 +56,6 @@ static PDK_NORETURN PDK_PRINTF(1, 2) void die(const char *fmt, ...)
 static PDK_NORETURN void die_error(const pdk_error *err)
 {
     die("%s", err->message);
-}
-
-static void loopback_up(void)
-{
-    int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    if (s < 0)
-        die("socket for loopback setup: %s", strerror(errno));
-    struct ifreq ifr;
-    memset(&ifr, 0, sizeof(ifr));
-    strncpy(ifr.ifr_name, "lo", sizeof(ifr.ifr_name) - 1);
-    if (ioctl(s, SIOCGIFFLAGS, &ifr) < 0)
-        die("reading the loopback interface's flags: %s", strerror(errno));
-    ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
-    if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0)
-        die("bringing up loopback: %s", strerror(errno));
-    close(s);
 }
 
 static void set_rlimits(const pdk_sandbox_config *cfg)
@@ -292,6 +277,11 @@ void pdk__sandbox_child_main(const pdk__child_args *args)
     if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
         die("prctl(PR_SET_PDEATHSIG): %s", strerror(errno));
 
+    /* The network namespace, by a thread, while this one builds the mounts. */
+    pdk_netns_job netns = {.no_nested_userns = !cfg->nested_userns};
+    if (pdk_netns_start(&netns) < 0)
+        die("starting the network namespace's thread: %s", strerror(errno));
+
     /* The host root's clone needs no id maps: made while the supervisor writes them. */
     pdk_error err = {0};
     pdk_mount_builder *builder = pdk_mounts_new(cfg, idmap, sync_fd, &err);
@@ -349,9 +339,9 @@ void pdk__sandbox_child_main(const pdk__child_args *args)
 
     if (cfg->hostname && sethostname(cfg->hostname, strlen(cfg->hostname)) < 0)
         die("sethostname: %s", strerror(errno));
-    loopback_up();
-    if (!cfg->nested_userns)
-        (void)pdk_write_file_at(AT_FDCWD, "/proc/sys/user/max_user_namespaces", "0");
+    const char *step = "";
+    if (pdk_netns_join(&netns, &step) < 0)
+        die("%s: %s", step, strerror(errno));
 
     int ruleset = build_landlock(cfg);
     pdk_trace("child: landlock ruleset built");
