@@ -18,10 +18,12 @@ int pdk_caps_drop_all(const char **what)
         *what = "prctl(PR_SET_SECUREBITS)";
         return -1;
     }
-    /* Every possible capability: the kernel answers EINVAL past its last one (cheaper than
-     * reading /proc/sys/kernel/cap_last_cap). */
+    /* Up to the kernel's last capability: it answers EINVAL past it (cheaper than reading
+     * /proc/sys/kernel/cap_last_cap). */
     for (int cap = 0; cap < 64; cap++) {
-        if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL) {
+        if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0) {
+            if (errno == EINVAL && cap > 0)
+                break;
             *what = "prctl(PR_CAPBSET_DROP)";
             return -1;
         }

@@ -543,14 +543,8 @@ static int setup_hidden(builder *b)
 /* Read-only bind of path over itself. */
 static int make_readonly(builder *b, const char *p, const char *inside_path)
 {
-    _cleanup_close_ int tree = sys_open_tree(AT_FDCWD, p, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
-    if (tree < 0)
-        return pdk_error_set(b->err, errno, "protecting %s", inside_path);
-    struct mount_attr_v0 attr = {.attr_set =
-                                     MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
-    if (sys_mount_setattr(tree, "", AT_EMPTY_PATH, &attr) < 0)
-        return pdk_error_set(b->err, errno, "protecting %s", inside_path);
-    if (sys_move_mount(tree, "", AT_FDCWD, p, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+    if (mount(p, p, NULL, MS_BIND, NULL) < 0 ||
+        mount(NULL, p, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)
         return pdk_error_set(b->err, errno, "protecting %s", inside_path);
     return 0;
 }

@@ -13,6 +13,8 @@
 #endif
 #include <errno.h>
 #include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
 #include <sched.h>
 #include <seccomp.h>
 #include <stdbool.h>
@@ -148,39 +150,15 @@ static int build_rules(scmp_filter_ctx ctx, const pdk_seccomp_options *options, 
                 return r;
             }
         }
-        /* clone with any namespace flag (flags are the first argument on x86_64 and
-         * aarch64). clone3 passes its flags in memory, out of the filter's reach: ENOSYS
-         * makes libc fall back to clone. */
-        for (unsigned bit = 0; bit < 32; bit++) {
-            uint64_t flag = 1ull << bit;
-            if (!(NAMESPACE_CLONE_FLAGS & flag))
-                continue;
-            struct scmp_arg_cmp c = SCMP_A0(SCMP_CMP_MASKED_EQ, flag, flag);
-            if ((r = rule(ctx, SCMP_ACT_ERRNO(EPERM), "clone", 1, &c)) < 0) {
-                *what = "clone";
-                return r;
-            }
-        }
+        /* clone with a namespace flag: in the prefix (see below). clone3 passes its flags
+         * in memory, out of the filter's reach: ENOSYS makes libc fall back to clone. */
         if ((r = rule(ctx, SCMP_ACT_ERRNO(ENOSYS), "clone3", 0, NULL)) < 0) {
             *what = "clone3";
             return r;
         }
     }
 
-    /* personality: only the query (0xffffffff) and the default persona (0). The kernel
-     * reads the low 32 bits; libseccomp allows one comparison per argument per rule, so
-     * the two ranges are covered bit by bit: bit 31 clear and another bit set, or bit 31
-     * set and another bit clear. */
-    for (unsigned bit = 0; bit < 31; bit++) {
-        const uint64_t b = 1ull << bit, top = 1ull << 31;
-        struct scmp_arg_cmp low = SCMP_A0(SCMP_CMP_MASKED_EQ, top | b, b);
-        struct scmp_arg_cmp high = SCMP_A0(SCMP_CMP_MASKED_EQ, top | b, top);
-        if ((r = rule(ctx, SCMP_ACT_ERRNO(EPERM), "personality", 1, &low)) < 0 ||
-            (r = rule(ctx, SCMP_ACT_ERRNO(EPERM), "personality", 1, &high)) < 0) {
-            *what = "personality";
-            return r;
-        }
-    }
+    /* personality: in the prefix (see below). */
 
     /* ioctl TIOCSTI / TIOCLINUX: the kernel truncates the command to 32 bits, so compare
      * only the low half. */
@@ -210,6 +188,49 @@ static int build_rules(scmp_filter_ctx ctx, const pdk_seccomp_options *options, 
         }
     }
     return 0;
+}
+
+/* The rules libseccomp cannot say in few instructions, written by hand as a prefix of its
+ * program. libseccomp compares an argument once per rule, so "personality only with 0 or
+ * 0xffffffff" took 62 bit-by-bit rules, and "clone without any namespace flag" eight: more
+ * than half of the program, and the kernel's cost to load a filter (conversion, JIT, the
+ * action cache) grows with its length. The prefix judges those two calls and hands every
+ * other one, and every other architecture, to libseccomp's program, which follows it (BPF
+ * jumps are relative, so the two concatenate as they are).
+ *
+ *   personality(x): allowed when the low 32 bits (what the kernel reads) are 0 (the
+ *                   default persona) or 0xffffffff (the query); else EPERM.
+ *   clone(flags):   EPERM when flags has a namespace flag (unless nested user namespaces
+ *                   are allowed); flags are the first argument on x86_64 and aarch64. */
+#define ARG0_LOW (offsetof(struct seccomp_data, args[0]))
+
+static size_t prefix_program(struct sock_filter *out, uint32_t arch, bool nested_userns)
+{
+    int personality = seccomp_syscall_resolve_name_arch(arch, "personality");
+    int clone = seccomp_syscall_resolve_name_arch(arch, "clone");
+    if (personality < 0 || clone < 0)
+        return 0;
+    const uint32_t eperm = SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA);
+    /* Indices: 0-3 dispatch, 4-6 personality, 7-9 clone, 10 allow, 11 eperm; 12 is the
+     * first instruction of libseccomp's program. */
+    struct sock_filter p[] = {
+        /* 0 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+        /* 1 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, arch, 0, 12 - 2),
+        /* 2 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        /* 3 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)personality, 0, 7 - 4),
+        /* 4 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG0_LOW),
+        /* 5 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 10 - 6, 0),
+        /* 6 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0xffffffffu, 10 - 7, 11 - 7),
+        /* 7 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)clone, 0, 12 - 8),
+        /* 8 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG0_LOW),
+        /* 9 */
+        BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, nested_userns ? 0 : NAMESPACE_CLONE_FLAGS, 11 - 10,
+                 10 - 10),
+        /* 10 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        /* 11 */ BPF_STMT(BPF_RET | BPF_K, eperm),
+    };
+    memcpy(out, p, sizeof(p));
+    return PDK_ARRAY_SIZE(p);
 }
 
 static const struct {
@@ -259,9 +280,13 @@ static int generate(FILE *out, size_t arch, unsigned variant)
     if (fstat(mfd, &st) < 0 || st.st_size % sizeof(struct sock_filter) != 0)
         return -EINVAL;
     size_t n = (size_t)st.st_size / sizeof(struct sock_filter);
-    struct sock_filter *prog = malloc((size_t)st.st_size);
-    if (!prog || pread(mfd, prog, (size_t)st.st_size, 0) != st.st_size)
+    struct sock_filter *prog = malloc((size_t)st.st_size + 16 * sizeof(struct sock_filter));
+    if (!prog)
+        return -ENOMEM;
+    size_t pre = prefix_program(prog, arches[arch].token, options.nested_userns);
+    if (pre == 0 || pread(mfd, prog + pre, (size_t)st.st_size, 0) != st.st_size)
         return -EIO;
+    n += pre;
     close(mfd);
     fprintf(out, "static const struct sock_filter program_%s_%u[%zu] = {\n", arches[arch].name,
             variant, n);
