@@ -277,11 +277,7 @@ void pdk__sandbox_child_main(const pdk__child_args *args)
     if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
         die("prctl(PR_SET_PDEATHSIG): %s", strerror(errno));
 
-    /* The network namespace, by a thread, while this one builds the mounts. */
     pdk_netns_job netns = {.no_nested_userns = !cfg->nested_userns};
-    if (pdk_netns_start(&netns) < 0)
-        die("starting the network namespace's thread: %s", strerror(errno));
-
     /* The host root's clone needs no id maps: made while the supervisor writes them. */
     pdk_error err = {0};
     pdk_mount_builder *builder = pdk_mounts_new(cfg, idmap, sync_fd, &err);
@@ -320,6 +316,10 @@ void pdk__sandbox_child_main(const pdk__child_args *args)
     if (r <= 0 || msg.type != PDK_MSG_GO)
         _exit(PDK_EXIT_PADDOCK_FAILED);
     pdk_trace("child: go received");
+    /* The network namespace, by a thread, while this one builds the rest of the tree
+     * (until go, the supervisor keeps the other processor busy). */
+    if (pdk_netns_start(&netns) < 0)
+        die("starting the network namespace's thread: %s", strerror(errno));
     if (args->v1_cgroup && unshare(CLONE_NEWCGROUP) < 0)
         die("entering a cgroup namespace rooted at the sandbox's cgroup: %s", strerror(errno));
 
