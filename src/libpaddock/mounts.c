@@ -255,50 +255,54 @@ static int mount_fresh_root(builder *b, const char *inside_path, mode_t mode)
     return mount_fresh(b, inside_path, mode, (uid_t)-1, (gid_t)-1, 0);
 }
 
-static int bind_device(builder *b, const char *name)
+int pdk_mounts_build_dev(bool tty_gid_mapped, const char **what)
 {
-    _cleanup_free_ char *src = xasprintf("/dev/%s", name);
-    _cleanup_free_ char *dst = xasprintf(NEWROOT "/dev/%s", name);
-    int fd = open(dst, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
-    if (fd < 0)
-        return pdk_error_set(b->err, errno, "creating %s", dst);
-    close(fd);
-    if (mount(src, dst, NULL, MS_BIND, NULL) < 0)
-        return pdk_error_set(b->err, errno, "binding %s", src);
-    return 0;
-}
-
-static int setup_dev(builder *b)
-{
-    if (mount_fresh(b, "/dev", 0755, (uid_t)-1, (gid_t)-1, MS_NOEXEC) < 0)
+    char src[64], dst[128];
+    *what = "making /dev";
+    if (mkdir(FRESH "/dev", 0700) < 0 || chmod(FRESH "/dev", 0755) < 0 ||
+        mount(FRESH "/dev", NEWROOT "/dev", NULL, MS_BIND, NULL) < 0 ||
+        mount(NULL, NEWROOT "/dev", NULL, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+              NULL) < 0)
         return -1;
     static const char *const devices[] = {"null", "zero", "full", "random", "urandom", "tty"};
-    for (size_t i = 0; i < PDK_ARRAY_SIZE(devices); i++)
-        if (bind_device(b, devices[i]) < 0)
+    for (size_t i = 0; i < PDK_ARRAY_SIZE(devices); i++) {
+        snprintf(src, sizeof(src), "/dev/%s", devices[i]);
+        snprintf(dst, sizeof(dst), NEWROOT "/dev/%s", devices[i]);
+        *what = devices[i];
+        int fd = open(dst, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
+        if (fd < 0)
             return -1;
+        close(fd);
+        if (mount(src, dst, NULL, MS_BIND, NULL) < 0)
+            return -1;
+    }
+    *what = "creating /dev/pts and /dev/shm";
     if (mkdir(NEWROOT "/dev/pts", 0755) < 0 || mkdir(NEWROOT "/dev/shm", 01777) < 0)
-        return pdk_error_set(b->err, errno, "creating /dev/pts and /dev/shm");
-    char opts[128];
-    bool tty_gid_mapped = b->idmap->privileged || b->idmap->inside_gid == 5;
-    snprintf(opts, sizeof(opts), "newinstance,ptmxmode=0666,mode=620%s",
-             tty_gid_mapped ? ",gid=5" : "");
-    if (mount("devpts", NEWROOT "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, opts) < 0)
-        return pdk_error_set(b->err, errno, "mounting a new devpts instance on /dev/pts");
-    if (mount_fresh_root(b, "/dev/shm", 01777) < 0)
+        return -1;
+    *what = "mounting a new devpts instance on /dev/pts";
+    if (mount("devpts", NEWROOT "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+              tty_gid_mapped ? "newinstance,ptmxmode=0666,mode=620,gid=5"
+                             : "newinstance,ptmxmode=0666,mode=620") < 0)
+        return -1;
+    *what = "making /dev/shm";
+    if (mkdir(FRESH "/shm", 0700) < 0 || chmod(FRESH "/shm", 01777) < 0 ||
+        mount(FRESH "/shm", NEWROOT "/dev/shm", NULL, MS_BIND, NULL) < 0)
         return -1;
     static const char *const links[][2] = {
         {"pts/ptmx", "ptmx"},          {"/proc/self/fd", "fd"},       {"/proc/self/fd/0", "stdin"},
         {"/proc/self/fd/1", "stdout"}, {"/proc/self/fd/2", "stderr"},
     };
+    *what = "creating the links in /dev";
     for (size_t i = 0; i < PDK_ARRAY_SIZE(links); i++) {
-        _cleanup_free_ char *dst = xasprintf(NEWROOT "/dev/%s", links[i][1]);
+        snprintf(dst, sizeof(dst), NEWROOT "/dev/%s", links[i][1]);
         if (symlink(links[i][0], dst) < 0)
-            return pdk_error_set(b->err, errno, "creating /dev/%s", links[i][1]);
+            return -1;
     }
     /* Nothing may be added to /dev once it is built. */
+    *what = "making /dev read-only";
     if (mount(NULL, NEWROOT "/dev", NULL,
               MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
-        return pdk_error_set(b->err, errno, "making /dev read-only");
+        return -1;
     return 0;
 }
 
@@ -637,7 +641,7 @@ static int clone_root(builder *b)
 }
 
 /* The part of the tree that depends on no policy, no workspace and no session: the host
- * root, /dev, /proc, /tmp, /run. */
+ * root, /proc, /tmp, /run (/dev: pdk_mounts_build_dev). */
 static int build_base(builder *b, int root)
 {
     pdk_error *err = b->err;
@@ -647,9 +651,6 @@ static int build_base(builder *b, int root)
     if (sys_move_mount(root, "", AT_FDCWD, NEWROOT, MOVE_MOUNT_F_EMPTY_PATH) < 0)
         return pdk_error_set(err, errno, "attaching the new root");
     pdk_trace("child: root attached");
-    if (setup_dev(b) < 0)
-        return -1;
-    pdk_trace("child: dev built");
     if (mount("proc", NEWROOT "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
         return pdk_error_set(err, errno, "mounting /proc");
     if (mount_fresh_root(b, "/tmp", 01777) < 0 || mount_fresh_root(b, "/run", 0755) < 0)
@@ -662,7 +663,7 @@ static int build_base(builder *b, int root)
     return 0;
 }
 
-/* The rest: $HOME, the workspace, the binds, what is hidden and protected; then pivot. */
+/* The rest: $HOME, the workspace, the binds, what is hidden and protected. */
 static int build_rest(builder *b, pdk_mount_sources *src)
 {
     const pdk_sandbox_config *cfg = b->cfg;
@@ -683,9 +684,6 @@ static int build_rest(builder *b, pdk_mount_sources *src)
     if (setup_binds(b, src) < 0 || setup_hidden(b) < 0 || setup_protected(b) < 0)
         return -1;
     pdk_trace("child: binds hidden protected");
-    if (pivot(b) < 0)
-        return -1;
-    pdk_trace("child: pivoted");
     return 0;
 }
 
@@ -713,6 +711,14 @@ int pdk_mounts_begin(pdk_mount_builder *mb)
 int pdk_mounts_finish(pdk_mount_builder *mb, pdk_mount_sources *src)
 {
     return build_rest(&mb->b, src);
+}
+
+int pdk_mounts_enter(pdk_mount_builder *mb)
+{
+    if (pivot(&mb->b) < 0)
+        return -1;
+    pdk_trace("child: pivoted");
+    return 0;
 }
 
 void pdk_mounts_builder_free(pdk_mount_builder *mb)

@@ -36,17 +36,24 @@ size_t pdk_mounts_sources_to_fds(const pdk_mount_sources *src, int *fds, size_t 
 void pdk_mounts_sources_from_fds(const pdk_sandbox_config *cfg, const int *fds, size_t nfds,
                                  pdk_mount_sources *out);
 
-/* Child side, in three steps, so that each runs as early as it can while the supervisor
- * still prepares the rest: new clones the host root (it needs nothing, not even the id
- * maps); begin builds what depends on no policy (the root attached, /dev, /proc, /tmp,
- * /run) once the ids are set; finish builds the rest from src and pivots. new returns
- * NULL and the others -1 with err on failure. report_fd receives PDK_MSG_PLACEHOLDER
- * messages. */
+/* Child side, in steps, so that each runs as early as it can while the supervisor still
+ * prepares the rest: new clones the host root (it needs nothing, not even the id maps);
+ * begin builds what depends on no policy (the root attached, /proc, /tmp, /run) once the
+ * ids are set; build_dev makes /dev (below); finish builds the rest from src ($HOME, the
+ * workspace, binds, hidden and protected paths); enter pivots into the tree once /dev is
+ * built too. new returns NULL and the others -1 with err on failure. report_fd receives
+ * PDK_MSG_PLACEHOLDER messages. */
 typedef struct pdk_mount_builder pdk_mount_builder;
 pdk_mount_builder *pdk_mounts_new(const pdk_sandbox_config *cfg, const pdk_idmap *idmap,
                                   int report_fd, pdk_error *err);
 int pdk_mounts_begin(pdk_mount_builder *builder);
 int pdk_mounts_finish(pdk_mount_builder *builder, pdk_mount_sources *src);
+int pdk_mounts_enter(pdk_mount_builder *builder);
+/* /dev (a fresh directory with the usual devices bound in, a new devpts, shm, the fd links;
+ * then read-only), between begin and enter. System calls and stack buffers only: it runs
+ * in the sandbox's setup thread while init goes on (sandbox_child.c). 0, or -1 with errno
+ * and *what naming the step. */
+int pdk_mounts_build_dev(bool tty_gid_mapped, const char **what);
 void pdk_mounts_builder_free(pdk_mount_builder *builder);
 
 #endif

@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/futex.h>
 #include <net/if.h>
 #include <linux/sched.h>
 #include <sched.h>
@@ -107,86 +106,39 @@ int pdk_idmap_write(const pdk_idmap *map, pid_t pid, pdk_error *err)
     return write_proc(pid, "gid_map", buf, err);
 }
 
-/* ---- the network namespace, by a helper thread -------------------------------------- */
-
-static int netns_fail(pdk_netns_job *job, const char *what)
+int pdk_netns_create(bool no_nested_userns, const char **what)
 {
-    job->error = errno;
-    job->what = what;
-    return 0;
-}
-
-static int netns_thread(void *arg)
-{
-    pdk_netns_job *job = arg;
-    if (unshare(CLONE_NEWNET) < 0)
-        return netns_fail(job, "creating the network namespace (unshare)");
-    job->netns_fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-    if (job->netns_fd < 0)
-        return netns_fail(job, "opening the new network namespace");
+    if (unshare(CLONE_NEWNET) < 0) {
+        *what = "creating the network namespace (unshare)";
+        return -1;
+    }
+    int fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        *what = "opening the new network namespace";
+        return -1;
+    }
     int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    if (s < 0)
-        return netns_fail(job, "socket for loopback setup");
     struct ifreq ifr;
     memset(&ifr, 0, sizeof(ifr));
     memcpy(ifr.ifr_name, "lo", 3);
-    if (ioctl(s, SIOCGIFFLAGS, &ifr) < 0) {
-        close(s);
-        return netns_fail(job, "reading the loopback interface's flags");
-    }
-    ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
-    if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0) {
-        close(s);
-        return netns_fail(job, "bringing up loopback");
+    if (s < 0 || ioctl(s, SIOCGIFFLAGS, &ifr) < 0 ||
+        (ifr.ifr_flags |= IFF_UP | IFF_RUNNING, ioctl(s, SIOCSIFFLAGS, &ifr) < 0)) {
+        int e = errno;
+        if (s >= 0)
+            close(s);
+        close(fd);
+        errno = e;
+        *what = "bringing up loopback";
+        return -1;
     }
     close(s);
-    if (job->no_nested_userns) {
+    if (no_nested_userns) {
         /* Belt and braces: the seccomp filter refuses new user namespaces already. */
-        int fd = open("/proc/sys/user/max_user_namespaces", O_WRONLY | O_CLOEXEC);
-        if (fd >= 0) {
-            (void)!write(fd, "0", 1);
-            close(fd);
+        int m = open("/proc/sys/user/max_user_namespaces", O_WRONLY | O_CLOEXEC);
+        if (m >= 0) {
+            (void)!write(m, "0", 1);
+            close(m);
         }
     }
-    return 0;
-}
-
-int pdk_netns_start(pdk_netns_job *job)
-{
-    static char stack[32 * 1024] __attribute__((aligned(16)));
-    job->netns_fd = -1;
-    job->error = 0;
-    job->what = NULL;
-    /* A thread (no copy of anything), with the kernel clearing job->tid and waking a
-     * futex on it when it exits, as pthread_join relies on. */
-    pid_t tid = clone(netns_thread, stack + sizeof(stack),
-                      CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD |
-                          CLONE_SYSVSEM | CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID,
-                      job, (pid_t *)&job->tid, NULL, (pid_t *)&job->tid);
-    return tid < 0 ? -1 : 0;
-}
-
-int pdk_netns_join(pdk_netns_job *job, const char **what)
-{
-    for (;;) {
-        pid_t tid = job->tid;
-        if (tid == 0)
-            break;
-        syscall(SYS_futex, &job->tid, FUTEX_WAIT, tid, NULL, NULL, 0);
-    }
-    if (job->error) {
-        *what = job->what;
-        errno = job->error;
-        return -1;
-    }
-    int r = setns(job->netns_fd, CLONE_NEWNET);
-    int e = errno;
-    close(job->netns_fd);
-    job->netns_fd = -1;
-    if (r < 0) {
-        *what = "joining the new network namespace (setns)";
-        errno = e;
-        return -1;
-    }
-    return 0;
+    return fd;
 }

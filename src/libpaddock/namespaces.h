@@ -45,21 +45,11 @@ pid_t pdk_clone3(uint64_t flags, int *pidfd, int cgroup_fd);
 /* Write uid_map, setgroups and gid_map of pid (the supervisor side). */
 int pdk_idmap_write(const pdk_idmap *map, pid_t pid, pdk_error *err);
 
-/* A new network namespace with loopback up, made by a thread of the calling process (which
- * must hold CAP_SYS_ADMIN in its user namespace) while the caller goes on; with
- * no_nested_userns the thread also sets user.max_user_namespaces to 0 in the caller's user
- * namespace. The thread makes only system calls; it shares errno with the caller, which
- * matters only when one of them fails. pdk_netns_join() waits for it and moves the caller
- * into the namespace: 0, or -1 with errno and *what naming the step that failed. One job
- * at a time per process. */
-typedef struct pdk_netns_job {
-    int netns_fd;
-    int error;        /* errno of the step that failed */
-    const char *what; /* that step */
-    bool no_nested_userns;
-    volatile pid_t tid; /* the thread's, cleared by the kernel when it exits */
-} pdk_netns_job;
-int pdk_netns_start(pdk_netns_job *job);
-int pdk_netns_join(pdk_netns_job *job, const char **what);
+/* Move the calling thread into a new network namespace with loopback up and return an fd
+ * of it; with no_nested_userns also set user.max_user_namespaces to 0 in the caller's user
+ * namespace. The caller must hold CAP_SYS_ADMIN in its user namespace. System calls only,
+ * nothing allocated: it runs in the sandbox's setup thread (sandbox_child.c). -1 with
+ * errno and *what naming the step that failed. */
+int pdk_netns_create(bool no_nested_userns, const char **what);
 
 #endif

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <linux/futex.h>
 #include <net/if.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -56,6 +57,76 @@ static PDK_NORETURN PDK_PRINTF(1, 2) void die(const char *fmt, ...)
 static PDK_NORETURN void die_error(const pdk_error *err)
 {
     die("%s", err->message);
+}
+
+/* The setup thread: while init builds the rest of the tree, it builds /dev and then makes
+ * the network namespace (which costs more than all the other namespaces together, so it is
+ * not among clone3's flags). A thread of init (CLONE_THREAD, with the kernel clearing
+ * tid and waking a futex on it at exit, as pthread_join relies on), made after init's ids
+ * are set so that it has them too. It makes only system calls: glibc does not know about
+ * it (no locks taken for it), and it shares errno with init, which matters only when one
+ * of them fails. */
+typedef struct setup_thread {
+    bool tty_gid_mapped;
+    bool no_nested_userns;
+    volatile int dev_state; /* 0 while building, 1 built, -1 failed */
+    int dev_errno;
+    const char *dev_what;
+    int netns_fd;
+    int net_errno;
+    const char *net_what;
+    volatile pid_t tid;
+} setup_thread;
+
+static void futex_wait(volatile int *addr, int value)
+{
+    syscall(SYS_futex, addr, FUTEX_WAIT, value, NULL, NULL, 0);
+}
+
+static int setup_thread_main(void *arg)
+{
+    setup_thread *t = arg;
+    if (pdk_mounts_build_dev(t->tty_gid_mapped, &t->dev_what) < 0) {
+        t->dev_errno = errno;
+        t->dev_state = -1;
+    } else {
+        t->dev_state = 1;
+    }
+    syscall(SYS_futex, &t->dev_state, FUTEX_WAKE, 1, NULL, NULL, 0);
+    t->netns_fd = pdk_netns_create(t->no_nested_userns, &t->net_what);
+    if (t->netns_fd < 0)
+        t->net_errno = errno;
+    return 0;
+}
+
+static void setup_thread_start(setup_thread *t)
+{
+    static char stack[32 * 1024] __attribute__((aligned(16)));
+    t->netns_fd = -1;
+    if (clone(setup_thread_main, stack + sizeof(stack),
+              CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM |
+                  CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID,
+              t, (pid_t *)&t->tid, NULL, (pid_t *)&t->tid) < 0)
+        die("starting the setup thread: %s", strerror(errno));
+}
+
+static void setup_thread_wait_dev(setup_thread *t)
+{
+    while (t->dev_state == 0)
+        futex_wait(&t->dev_state, 0);
+    if (t->dev_state < 0)
+        die("building /dev: %s: %s", t->dev_what, strerror(t->dev_errno));
+}
+
+static void setup_thread_join_netns(setup_thread *t)
+{
+    for (pid_t tid; (tid = t->tid) != 0;)
+        futex_wait((volatile int *)&t->tid, tid);
+    if (t->netns_fd < 0)
+        die("%s: %s", t->net_what, strerror(t->net_errno));
+    if (setns(t->netns_fd, CLONE_NEWNET) < 0)
+        die("joining the new network namespace (setns): %s", strerror(errno));
+    close(t->netns_fd);
 }
 
 static void set_rlimits(const pdk_sandbox_config *cfg)
@@ -277,7 +348,6 @@ void pdk__sandbox_child_main(const pdk__child_args *args)
     if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
         die("prctl(PR_SET_PDEATHSIG): %s", strerror(errno));
 
-    pdk_netns_job netns = {.no_nested_userns = !cfg->nested_userns};
     /* The host root's clone needs no id maps: made while the supervisor writes them. */
     pdk_error err = {0};
     pdk_mount_builder *builder = pdk_mounts_new(cfg, idmap, sync_fd, &err);
@@ -316,10 +386,6 @@ void pdk__sandbox_child_main(const pdk__child_args *args)
     if (r <= 0 || msg.type != PDK_MSG_GO)
         _exit(PDK_EXIT_PADDOCK_FAILED);
     pdk_trace("child: go received");
-    /* The network namespace, by a thread, while this one builds the rest of the tree
-     * (until go, the supervisor keeps the other processor busy). */
-    if (pdk_netns_start(&netns) < 0)
-        die("starting the network namespace's thread: %s", strerror(errno));
     if (args->v1_cgroup && unshare(CLONE_NEWCGROUP) < 0)
         die("entering a cgroup namespace rooted at the sandbox's cgroup: %s", strerror(errno));
 
@@ -331,7 +397,17 @@ void pdk__sandbox_child_main(const pdk__child_args *args)
         if (pdk_mounts_open_sources(cfg, -1, &src, &err) < 0 || pdk_mounts_begin(builder) < 0)
             die_error(&err);
     }
+    /* /dev and the network namespace, by a thread, while this one builds the rest of the
+     * tree (until go, the supervisor kept the other processor busy). */
+    setup_thread helper = {
+        .tty_gid_mapped = idmap->privileged || idmap->inside_gid == 5,
+        .no_nested_userns = !cfg->nested_userns,
+    };
+    setup_thread_start(&helper);
     if (pdk_mounts_finish(builder, &src) < 0)
+        die_error(&err);
+    setup_thread_wait_dev(&helper);
+    if (pdk_mounts_enter(builder) < 0)
         die_error(&err);
     pdk_mounts_builder_free(builder);
     pdk_mounts_close_sources(&src);
@@ -339,9 +415,7 @@ void pdk__sandbox_child_main(const pdk__child_args *args)
 
     if (cfg->hostname && sethostname(cfg->hostname, strlen(cfg->hostname)) < 0)
         die("sethostname: %s", strerror(errno));
-    const char *step = "";
-    if (pdk_netns_join(&netns, &step) < 0)
-        die("%s: %s", step, strerror(errno));
+    setup_thread_join_netns(&helper);
 
     int ruleset = build_landlock(cfg);
     pdk_trace("child: landlock ruleset built");
