@@ -128,12 +128,8 @@ int pdk_sandbox_run(const pdk_sandbox_config *cfg, pdk_sandbox_result *res, pdk_
         pdk_seccomp_program_free(&seccomp);
         return -1;
     }
-    pdk_supervisor *sup = pdk_supervisor_new(err);
-    if (!sup) {
-        pdk_cgroup_destroy(cgroup);
-        pdk_seccomp_program_free(&seccomp);
-        return -1;
-    }
+    pdk_supervisor *sup = NULL;
+    bool masked = false; /* signals blocked (args.original_mask holds the caller's) */
     int sock[2] = {-1, -1};
     int pidfd = -1;
     pid_t pid = -1;
@@ -157,6 +153,7 @@ int pdk_sandbox_run(const pdk_sandbox_config *cfg, pdk_sandbox_result *res, pdk_
     sigset_t all;
     sigfillset(&all);
     sigprocmask(SIG_SETMASK, &all, &args.original_mask);
+    masked = true;
     pid = pdk_clone3(PDK_NAMESPACE_FLAGS, &pidfd, pdk_cgroup_clone_fd(cgroup));
     if (pid == 0) {
         close(sock[0]);
@@ -164,7 +161,6 @@ int pdk_sandbox_run(const pdk_sandbox_config *cfg, pdk_sandbox_result *res, pdk_
     }
     int clone_errno = errno;
     pdk_trace("cloned");
-    sigprocmask(SIG_SETMASK, &args.original_mask, NULL);
     close(sock[1]);
     sock[1] = -1;
     if (pid < 0) {
@@ -209,8 +205,15 @@ int pdk_sandbox_run(const pdk_sandbox_config *cfg, pdk_sandbox_result *res, pdk_
     }
     pdk_mounts_close_sources(&sources);
 
-    /* 5. Supervise. */
+    /* 5. Supervise (the event loop is made while the sandbox builds its tree). */
     pdk_trace("go sent");
+    sup = pdk_supervisor_new(err);
+    /* Signals stayed blocked since the clone: one that came meanwhile is delivered now, to
+     * the loop's handlers, and forwarded. */
+    sigprocmask(SIG_SETMASK, &args.original_mask, NULL);
+    masked = false;
+    if (!sup)
+        goto kill;
     if (cfg->idle_step)
         pdk_supervisor_add_idle(sup, cfg->idle_step, cfg->idle_step_arg);
     pdk_supervisor_outcome outcome;
@@ -233,6 +236,8 @@ int pdk_sandbox_run(const pdk_sandbox_config *cfg, pdk_sandbox_result *res, pdk_
 kill:
     kill_and_reap(pid, pidfd);
 out:
+    if (masked)
+        sigprocmask(SIG_SETMASK, &args.original_mask, NULL);
     pdk_mounts_close_sources(&sources);
     if (sock[0] >= 0)
         close(sock[0]);

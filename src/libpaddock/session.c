@@ -42,9 +42,10 @@ static char *generate_id(void)
         uint64_t t = pdk_now_monotonic_ns();
         memcpy(rnd, &t, sizeof(rnd));
     }
+    /* UTC: no time zone to load on the way to the sandbox. */
     time_t now = time(NULL);
     struct tm tm;
-    localtime_r(&now, &tm);
+    gmtime_r(&now, &tm);
     return xasprintf("%04d%02d%02d-%02d%02d%02d-%02x%02x%02x", tm.tm_year + 1900, tm.tm_mon + 1,
                      tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, rnd[0], rnd[1], rnd[2]);
 }
@@ -296,7 +297,6 @@ int pdk_session_prepare(const char *state_dir, const char *name, const char *wor
     s->created_ns = pdk_now_realtime_ns();
     s->baseline_ns = change_baseline();
     s->owner_uid = getuid();
-    s->boot_id = pdk_session_current_boot_id();
     s->placeholders = xcalloc(1, sizeof(char *));
     s->protected_paths = xcalloc(1, sizeof(char *));
     *out = s;
@@ -348,6 +348,8 @@ int pdk_session_materialize(pdk_session *s, pdk_error *err)
         pdk_error_set(err, errno, "cannot create the layers of session %s", s->id);
         goto fail;
     }
+    if (!s->boot_id)
+        s->boot_id = pdk_session_current_boot_id();
     if (pdk_session_save(s, false, err) < 0)
         goto fail;
     return 0;
