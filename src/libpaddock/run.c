@@ -31,6 +31,7 @@ typedef struct run_state {
     pdk_session *session;
     bool session_new;     /* prepared here, to be made on disk while the sandbox starts */
     bool session_created; /* made on disk by this run (removed again when the run fails) */
+    bool spare_done;      /* the idle steps have made the spares there is room for */
     pdk_sandbox_config cfg;
 } run_state;
 
@@ -168,6 +169,19 @@ static bool collect_step(void *arg)
     return pdk_session_collect_step(st->state_dir) > 0;
 }
 
+/* While the sandbox runs: a spare session directory for the next run, then the removal of
+ * what earlier runs retired. */
+static bool idle_step(void *arg)
+{
+    run_state *st = arg;
+    if (!st->spare_done) {
+        st->spare_done = st->opt->workspace_mode != PDK_WORKSPACE_OVERLAY ||
+                         pdk_session_spare_step(st->state_dir) <= 0;
+        return true;
+    }
+    return collect_step(arg);
+}
+
 /* After the clone, while the sandbox builds its base tree: the new session's directory. */
 static int materialize_session(void *arg, pdk_error *err)
 {
@@ -283,7 +297,7 @@ static int build_config(run_state *st, pdk_error *err)
 
     cfg->after_clone = materialize_session;
     cfg->after_clone_arg = st;
-    cfg->idle_step = collect_step;
+    cfg->idle_step = idle_step;
     cfg->idle_step_arg = st;
 
     pdk_environ_extra extra = {.home = st->home, .pwd = cfg->cwd, .session = st->session->id};

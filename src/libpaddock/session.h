@@ -101,6 +101,10 @@ int pdk_session_remove(pdk_session *session, pdk_error *err);
  * pdk_session_collect_step(), which a later run calls while its sandbox starts. */
 int pdk_session_retire(pdk_session *session, pdk_error *err);
 
+/* Make a spare session directory for a later run to take (see session.c) when fewer than
+ * two are ready: 1 when one was made, 0 when none was needed, -1 on an error. */
+int pdk_session_spare_step(const char *state_dir);
+
 /* Remove one file or directory of the sessions retired (or left half-removed by a crash):
  * 1 when one was removed (call again), 0 when none is left, -1 on an error. Small steps,
  * so that an event loop can interleave them with its other work. */

@@ -470,8 +470,9 @@ print(v if isinstance(v, str) else json.dumps(v, sort_keys=True))
 # session_dirs: the names under $STATE/sessions (one a line; nothing when there are none).
 session_dirs() {
     # Sessions an unnamed run retired (".removing.*", out of sight) are removed by the next
-    # run while its sandbox starts; t_session_layer checks that they do not pile up.
-    ls -A "$STATE/sessions" 2>/dev/null | grep -v '^\.removing\.'
+    # run while its sandbox starts; t_session_layer checks that they do not pile up. Spare
+    # session directories (".spare.N", made ahead for the next run) are no sessions either.
+    ls -A "$STATE/sessions" 2>/dev/null | grep -v -e '^\.removing\.' -e '^\.spare\.[0-9]*$'
 }
 
 # start_bg FIFO_NAME ARGS...: paddock run ARGS in the background with stdout on a fifo that

@@ -58,5 +58,12 @@ if [ "$retired" -le 1 ]; then
 else
     not_ok "retired sessions are collected by the next run (left: $retired)"
 fi
-expect_eq "none of them shows as a session" "" \
-    "$(ls -A "$STATE/sessions" | grep -v '^\.removing\.')"
+expect_eq "none of them shows as a session" "" "$(session_dirs)"
+spares=$(ls -A "$STATE/sessions" | grep -c '^\.spare\.[0-9]*$')
+if [ "$spares" -ge 1 ] && [ "$spares" -le 2 ]; then
+    ok "the idle steps keep spare session directories ready, at most two ($spares)"
+else
+    not_ok "the idle steps keep spare session directories ready, at most two ($spares)"
+fi
+expect_eq "paddock sessions lists none of them" "" \
+    "$(pdk sessions --json; json_get "$OUT" '" ".join(s["id"] for s in j)')"
