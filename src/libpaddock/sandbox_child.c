@@ -223,6 +223,14 @@ static int exec_command(char *const *argv, char *const *envp)
     return best;
 }
 
+/* The command's exit before its exec. It runs on a stack of init's (vfork-style), which
+ * AddressSanitizer's no-return hook would take for a broken one: exit_group directly. */
+static PDK_NORETURN void command_exit(int status)
+{
+    syscall(SYS_exit_group, status);
+    __builtin_unreachable();
+}
+
 static PDK_NORETURN void command_main(const pdk__child_args *args, int ruleset_fd,
                                       const char *pty_slave, int exec_report_fd)
 {
@@ -233,19 +241,19 @@ static PDK_NORETURN void command_main(const pdk__child_args *args, int ruleset_f
     sigprocmask(SIG_SETMASK, &args->original_mask, NULL);
 
     if (setsid() < 0)
-        _exit(PDK_EXIT_PADDOCK_FAILED);
+        command_exit(PDK_EXIT_PADDOCK_FAILED);
     if (pty_slave) {
         int slave = open(pty_slave, O_RDWR | O_CLOEXEC);
         if (slave < 0 || ioctl(slave, TIOCSCTTY, 0) < 0 || dup2(slave, 0) < 0 ||
             dup2(slave, 1) < 0 || dup2(slave, 2) < 0)
-            _exit(PDK_EXIT_PADDOCK_FAILED);
+            command_exit(PDK_EXIT_PADDOCK_FAILED);
         close(slave);
     }
     if (ruleset_fd >= 0) {
         if (pdk_landlock_restrict(ruleset_fd) < 0) {
             int e = errno;
             (void)!write(exec_report_fd, &e, sizeof(e));
-            _exit(PDK_EXIT_PADDOCK_FAILED);
+            command_exit(PDK_EXIT_PADDOCK_FAILED);
         }
         close(ruleset_fd);
     }
@@ -257,12 +265,12 @@ static PDK_NORETURN void command_main(const pdk__child_args *args, int ruleset_f
             fcntl(cfg->pass_fds[i], F_SETFD, fl & ~FD_CLOEXEC);
     }
     if (chdir(cfg->cwd) < 0 && (!cfg->workspace || chdir(cfg->workspace) < 0) && chdir("/") < 0)
-        _exit(PDK_EXIT_PADDOCK_FAILED);
+        command_exit(PDK_EXIT_PADDOCK_FAILED);
     pdk_trace("command: exec");
     int e = exec_command(cfg->argv, cfg->envp);
     int report[2] = {-1, e};
     (void)!write(exec_report_fd, report, sizeof(report));
-    _exit(e == ENOENT ? PDK_EXIT_NOT_FOUND : PDK_EXIT_CANNOT_EXECUTE);
+    command_exit(e == ENOENT ? PDK_EXIT_NOT_FOUND : PDK_EXIT_CANNOT_EXECUTE);
 }
 
 typedef struct command_start {
