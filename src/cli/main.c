@@ -19,6 +19,7 @@ static const pdk_cli_command commands[] = {
     {"commit", "apply a session's changes to the real workspace", pdk_cmd_commit},
     {"discard", "throw a session's changes away", pdk_cmd_discard},
     {"doctor", "check what this kernel offers and what paddock will do", pdk_cmd_doctor},
+    {"policy", "check commands against a policy, lint a policy file", pdk_cmd_policy},
 };
 
 static void print_usage(FILE *out)

@@ -14,6 +14,7 @@
 #include "policy.h"
 
 #include "fsutil.h"
+#include "shell.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -33,9 +34,11 @@
 #define MAX_LANDLOCK_ABI 64
 #define MAX_SHOWN_CHARS  64 /* of a value quoted in a message */
 
-#define DEFAULT_MEMORY_BYTES 0
-#define DEFAULT_PIDS         1024
-#define DEFAULT_LANDLOCK_ABI 1
+#define DEFAULT_MEMORY_BYTES     0
+#define DEFAULT_PIDS             1024
+#define DEFAULT_LANDLOCK_ABI     1
+#define DEFAULT_APPROVAL_TIMEOUT 300
+#define MAX_APPROVAL_TIMEOUT     (30 * 24 * 3600)
 
 #define BUILTIN_SOURCE    "<built-in default>"
 #define TOO_LARGE_MESSAGE "the policy is larger than 1 MiB (is this the right file?)"
@@ -92,7 +95,14 @@ static const char default_policy_yaml[] =
     "landlock:\n"
     "  min_abi: 1      # refuse to run on a kernel without Landlock\n"
     "sandbox:\n"
-    "  nested_userns: false\n";
+    "  nested_userns: false\n"
+    "commands:\n"
+    "  default: allow  # allow, confine, ask or deny, for a command no rule matches\n"
+    "  rules: []\n"
+    "  examples: []    # checked when the policy loads\n"
+    "approvals:\n"
+    "  timeout: 300    # how long an ask waits for a human\n"
+    "  on_timeout: deny\n";
 
 typedef struct parse_state {
     const char *name;
@@ -105,6 +115,8 @@ typedef struct parse_state {
     pdk_policy_diag *diags;
     size_t ndiags;
     bool truncated;
+    struct pending_example *examples; /* checked after the walk */
+    size_t nexamples;
 } parse_state;
 
 typedef struct key_spec {
@@ -445,7 +457,7 @@ static void unknown_key(parse_state *st, const map_entry *e, const char *section
     pdk_buf_free(&known);
 }
 
-static const char *const reserved_keys[] = {"commands", "network", "credentials", "approvals"};
+static const char *const reserved_keys[] = {"network", "credentials"};
 
 /* Walk a mapping against a table of keys; section is NULL for the top level. */
 static void walk_section(parse_state *st, yaml_node_t *map, const char *section,
@@ -1070,6 +1082,340 @@ static void handle_nested_userns(parse_state *st, const char *field, yaml_node_t
               n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE ? "" : " (remove the quotes)");
 }
 
+/* ---- commands ---- */
+
+/* One token of a pattern: a glob, or a list of them (alternatives). NULL after a
+ * diagnostic. */
+static char **pattern_token(parse_state *st, const char *field, yaml_node_t *n)
+{
+    char **alts = NULL;
+    if (n->type == YAML_SCALAR_NODE) {
+        const char *v = scalar_text(st, field, n, "a word or a list of words");
+        if (!v)
+            return NULL;
+        if (!*v) {
+            diag_node(st, n, "%s: an empty word matches nothing (remove it, or use \"*\")", field);
+            return NULL;
+        }
+        pdk_strv_push(&alts, v);
+        return alts;
+    }
+    yaml_node_item_t *items;
+    size_t count;
+    if (n->type != YAML_SEQUENCE_NODE) {
+        expected(st, field, n, "a word or a list of words");
+        return NULL;
+    }
+    list_items(st, field, n, &items, &count);
+    if (count == 0) {
+        diag_node(st, n, "%s: an empty list of alternatives matches nothing (give at least one)",
+                  field);
+        return NULL;
+    }
+    bool ok = true;
+    for (size_t i = 0; i < count; i++) {
+        yaml_node_t *item = node_at(st, items[i]);
+        _cleanup_free_ char *f = xasprintf("%s[%zu]", field, i);
+        const char *v =
+            item && item->type == YAML_SCALAR_NODE ? scalar_text(st, f, item, "a word") : NULL;
+        if (item && item->type != YAML_SCALAR_NODE)
+            expected(st, f, item, "a word (alternatives do not nest)");
+        if (v && !*v) {
+            diag_node(st, item, "%s: an empty word matches nothing (remove it)", f);
+            v = NULL;
+        }
+        if (!v) {
+            ok = false;
+            continue;
+        }
+        pdk_strv_push(&alts, v);
+    }
+    if (!ok) {
+        pdk_strv_free(alts);
+        return NULL;
+    }
+    return alts;
+}
+
+static bool parse_decision(parse_state *st, const char *field, yaml_node_t *n, pdk_decision *out)
+{
+    const char *v = scalar_text(st, field, n, "a decision");
+    if (!v)
+        return false;
+    if (pdk_decision_parse(v, out) == 0)
+        return true;
+    _cleanup_free_ char *q = quote_str(v);
+    diag_node(st, n, "%s: unknown decision %s (use allow, confine, ask or deny)", field, q);
+    return false;
+}
+
+static void handle_commands_default(parse_state *st, const char *field, yaml_node_t *n)
+{
+    parse_decision(st, field, n, &st->policy->commands.default_decision);
+}
+
+static const char *const rule_keys[] = {"match", "decision", "reason"};
+
+static void command_rule(parse_state *st, const char *field, yaml_node_t *n)
+{
+    if (!expect_type(st, field, n, YAML_MAPPING_NODE))
+        return;
+    size_t count = 0;
+    _cleanup_free_ map_entry *entries = map_entries(st, n, field, &count);
+    yaml_node_t *match = NULL, *decision = NULL, *reason = NULL;
+    for (size_t i = 0; i < count; i++) {
+        map_entry *e = &entries[i];
+        if (!e->key || e->duplicate)
+            continue;
+        if (key_is(e, "match"))
+            match = e->value;
+        else if (key_is(e, "decision"))
+            decision = e->value;
+        else if (key_is(e, "reason"))
+            reason = e->value;
+        else {
+            key_spec specs[PDK_ARRAY_SIZE(rule_keys)];
+            for (size_t k = 0; k < PDK_ARRAY_SIZE(rule_keys); k++)
+                specs[k] = (key_spec){rule_keys[k], NULL};
+            unknown_key(st, e, field, specs, PDK_ARRAY_SIZE(specs));
+        }
+    }
+    bool ok = true;
+    if (!match) {
+        diag_node(st, n, "%s: a rule needs \"match\" (an argv prefix, e.g. [git, push])", field);
+        ok = false;
+    }
+    if (!decision) {
+        diag_node(st, n, "%s: a rule needs \"decision\" (allow, confine, ask or deny)", field);
+        ok = false;
+    }
+    pdk_decision d = PDK_DECISION_ALLOW;
+    _cleanup_free_ char *dfield = xasprintf("%s.decision", field);
+    _cleanup_free_ char *rfield = xasprintf("%s.reason", field);
+    if (decision && !parse_decision(st, dfield, decision, &d))
+        ok = false;
+    const char *why = NULL;
+    if (reason && !(why = scalar_text(st, rfield, reason, "a reason (one line of text)")))
+        ok = false;
+    char ***tokens = NULL;
+    size_t ntokens = 0;
+    _cleanup_free_ char *mfield = xasprintf("%s.match", field);
+    if (match) {
+        yaml_node_item_t *items;
+        size_t nitems = 0;
+        if (!list_items(st, mfield, match, &items, &nitems)) {
+            ok = false;
+        } else if (nitems == 0) {
+            diag_node(st, match,
+                      "%s: an empty pattern matches nothing (give the command's first "
+                      "words, e.g. [git, push])",
+                      mfield);
+            ok = false;
+        } else {
+            tokens = xcalloc(nitems, sizeof(*tokens));
+            for (size_t i = 0; i < nitems; i++) {
+                _cleanup_free_ char *tf = xasprintf("%s[%zu]", mfield, i);
+                yaml_node_t *item = node_at(st, items[i]);
+                tokens[i] = item ? pattern_token(st, tf, item) : NULL;
+                if (!tokens[i])
+                    ok = false;
+            }
+            ntokens = nitems;
+        }
+    }
+    if (ok) {
+        pdk_command_rules *rules = &st->policy->commands;
+        pdk_command_rules_add(rules, (char *const *const *)tokens, ntokens, d, why);
+        st->policy->rule_lines =
+            xrealloc(st->policy->rule_lines, rules->count * sizeof(*st->policy->rule_lines));
+        st->policy->rule_lines[rules->count - 1] = clamp_int(n->start_mark.line + 1);
+    }
+    for (size_t i = 0; i < ntokens; i++)
+        pdk_strv_free(tokens[i]);
+    free(tokens);
+}
+
+static void handle_commands_rules(parse_state *st, const char *field, yaml_node_t *n)
+{
+    yaml_node_item_t *items;
+    size_t count;
+    if (!list_items(st, field, n, &items, &count))
+        return;
+    for (size_t i = 0; i < count; i++) {
+        yaml_node_t *item = node_at(st, items[i]);
+        _cleanup_free_ char *f = xasprintf("%s[%zu]", field, i);
+        if (item)
+            command_rule(st, f, item);
+    }
+}
+
+/* Examples are checked once every rule is known (the rules may come after them). */
+typedef struct pending_example {
+    char **argv;
+    char *shown; /* the command as written */
+    pdk_decision expected;
+    yaml_node_t *node;
+    char *field;
+} pending_example;
+
+static void example(parse_state *st, const char *field, yaml_node_t *n)
+{
+    if (!expect_type(st, field, n, YAML_MAPPING_NODE))
+        return;
+    size_t count = 0;
+    _cleanup_free_ map_entry *entries = map_entries(st, n, field, &count);
+    yaml_node_t *command = NULL, *argv = NULL, *decision = NULL;
+    for (size_t i = 0; i < count; i++) {
+        map_entry *e = &entries[i];
+        if (!e->key || e->duplicate)
+            continue;
+        if (key_is(e, "command"))
+            command = e->value;
+        else if (key_is(e, "argv"))
+            argv = e->value;
+        else if (key_is(e, "decision"))
+            decision = e->value;
+        else {
+            static const key_spec specs[] = {{"command", NULL}, {"argv", NULL}, {"decision", NULL}};
+            unknown_key(st, e, field, specs, PDK_ARRAY_SIZE(specs));
+        }
+    }
+    pdk_decision d;
+    if (!decision) {
+        diag_node(st, n, "%s: an example needs \"decision\" (what the rules must decide)", field);
+        return;
+    }
+    _cleanup_free_ char *dfield = xasprintf("%s.decision", field);
+    if (!parse_decision(st, dfield, decision, &d))
+        return;
+    if ((command != NULL) == (argv != NULL)) {
+        diag_node(st, n,
+                  "%s: an example needs either \"command\" (a command line) or \"argv\" (a "
+                  "list of words)",
+                  field);
+        return;
+    }
+    char **words = NULL;
+    char *shown = NULL;
+    if (command) {
+        _cleanup_free_ char *cfield = xasprintf("%s.command", field);
+        const char *line = scalar_text(st, cfield, command, "a command line");
+        if (!line)
+            return;
+        if (!*line) {
+            diag_node(st, command, "%s: the command line is empty (give the command to check)",
+                      cfield);
+            return;
+        }
+        words = pdk_policy_example_argv(line);
+        shown = xstrdup(line);
+    } else {
+        yaml_node_item_t *items;
+        size_t nitems = 0;
+        _cleanup_free_ char *afield = xasprintf("%s.argv", field);
+        if (!list_items(st, afield, argv, &items, &nitems))
+            return;
+        if (nitems == 0) {
+            diag_node(st, argv, "%s: the list is empty (give at least the command)", afield);
+            return;
+        }
+        pdk_buf b = {0};
+        for (size_t i = 0; i < nitems; i++) {
+            yaml_node_t *item = node_at(st, items[i]);
+            _cleanup_free_ char *wfield = xasprintf("%s.argv[%zu]", field, i);
+            const char *w = item ? scalar_text(st, wfield, item, "a word") : NULL;
+            if (!w) {
+                pdk_strv_free(words);
+                pdk_buf_free(&b);
+                return;
+            }
+            pdk_strv_push(&words, w);
+            pdk_buf_printf(&b, "%s%s", i ? " " : "", w);
+        }
+        shown = xstrdup(b.data ? b.data : "");
+        pdk_buf_free(&b);
+    }
+    st->examples = xrealloc(st->examples, (st->nexamples + 1) * sizeof(*st->examples));
+    st->examples[st->nexamples++] = (pending_example){
+        .argv = words, .shown = shown, .expected = d, .node = n, .field = xstrdup(field)};
+}
+
+static void handle_commands_examples(parse_state *st, const char *field, yaml_node_t *n)
+{
+    yaml_node_item_t *items;
+    size_t count;
+    if (!list_items(st, field, n, &items, &count))
+        return;
+    for (size_t i = 0; i < count; i++) {
+        yaml_node_t *item = node_at(st, items[i]);
+        _cleanup_free_ char *f = xasprintf("%s[%zu]", field, i);
+        if (item)
+            example(st, f, item);
+    }
+}
+
+static void check_examples(parse_state *st)
+{
+    for (size_t i = 0; i < st->nexamples; i++) {
+        pending_example *x = &st->examples[i];
+        pdk_command_verdict v;
+        pdk_command_rules_judge(&st->policy->commands, x->argv, &v);
+        if (v.decision != x->expected) {
+            _cleanup_free_ char *q = quote_str(x->shown);
+            _cleanup_free_ char *how = pdk_policy_describe_rule(st->policy, v.rule);
+            diag_node(st, x->node,
+                      "%s: %s is decided %s by %s, not %s (fix the rule or the example)", x->field,
+                      q, pdk_decision_name(v.decision), how, pdk_decision_name(x->expected));
+        }
+    }
+}
+
+static void free_examples(parse_state *st)
+{
+    for (size_t i = 0; i < st->nexamples; i++) {
+        pdk_strv_free(st->examples[i].argv);
+        free(st->examples[i].shown);
+        free(st->examples[i].field);
+    }
+    free(st->examples);
+    st->examples = NULL;
+    st->nexamples = 0;
+}
+
+/* ---- approvals ---- */
+
+static void handle_approval_timeout(parse_state *st, const char *field, yaml_node_t *n)
+{
+    const char *v = scalar_text(st, field, n, "a duration");
+    if (!v)
+        return;
+    _cleanup_free_ char *q = quote_str(v);
+    int64_t seconds = 0;
+    if (pdk_parse_duration(v, &seconds) < 0 || seconds <= 0 || seconds > MAX_APPROVAL_TIMEOUT) {
+        diag_node(st, n,
+                  "%s: %s is not a duration from 1 second to 30 days (use seconds, or a number "
+                  "with s, m, h or d, e.g. 5m)",
+                  field, q);
+        return;
+    }
+    st->policy->approval_timeout_seconds = seconds;
+}
+
+static void handle_approval_on_timeout(parse_state *st, const char *field, yaml_node_t *n)
+{
+    const char *v = scalar_text(st, field, n, "deny or allow");
+    if (!v)
+        return;
+    if (strcmp(v, "deny") == 0)
+        st->policy->approval_on_timeout = PDK_DECISION_DENY;
+    else if (strcmp(v, "allow") == 0)
+        st->policy->approval_on_timeout = PDK_DECISION_ALLOW;
+    else {
+        _cleanup_free_ char *q = quote_str(v);
+        diag_node(st, n, "%s: %s is not what a timeout can mean (use deny or allow)", field, q);
+    }
+}
+
 /* ---- the schema ---- */
 
 static const key_spec filesystem_keys[] = {
@@ -1101,6 +1447,17 @@ static const key_spec sandbox_keys[] = {
     {"nested_userns", handle_nested_userns},
 };
 
+static const key_spec commands_keys[] = {
+    {"default", handle_commands_default},
+    {"rules", handle_commands_rules},
+    {"examples", handle_commands_examples},
+};
+
+static const key_spec approvals_keys[] = {
+    {"timeout", handle_approval_timeout},
+    {"on_timeout", handle_approval_on_timeout},
+};
+
 #define SECTION_HANDLER(fn, table)                                                                 \
     static void fn(parse_state *st, const char *field, yaml_node_t *n)                             \
     {                                                                                              \
@@ -1111,10 +1468,13 @@ SECTION_HANDLER(handle_env, env_keys)
 SECTION_HANDLER(handle_limits, limits_keys)
 SECTION_HANDLER(handle_landlock, landlock_keys)
 SECTION_HANDLER(handle_sandbox, sandbox_keys)
+SECTION_HANDLER(handle_commands, commands_keys)
+SECTION_HANDLER(handle_approvals, approvals_keys)
 
 static const key_spec top_keys[] = {
-    {"version", handle_version}, {"filesystem", handle_filesystem}, {"env", handle_env},
-    {"limits", handle_limits},   {"landlock", handle_landlock},     {"sandbox", handle_sandbox},
+    {"version", handle_version},   {"filesystem", handle_filesystem}, {"env", handle_env},
+    {"limits", handle_limits},     {"landlock", handle_landlock},     {"sandbox", handle_sandbox},
+    {"commands", handle_commands}, {"approvals", handle_approvals},
 };
 
 /* ---- libyaml ---- */
@@ -1276,6 +1636,7 @@ static void walk_root(parse_state *st, yaml_node_t *root)
         return;
     }
     walk_section(st, root, NULL, top_keys, PDK_ARRAY_SIZE(top_keys));
+    check_examples(st);
     if (!st->saw_version)
         diag_at(st, 1, 1, "missing \"version: 1\" (add it as the first line)");
 }
@@ -1295,6 +1656,7 @@ static void parse_text(parse_state *st)
     st->doc = &doc;
     walk_root(st, yaml_document_get_root_node(&doc));
     st->doc = NULL;
+    free_examples(st);
     yaml_document_delete(&doc);
     yaml_parser_delete(&parser);
 }
@@ -1316,6 +1678,9 @@ static pdk_policy *policy_new(const char *source)
     p->timeout_seconds = 0;
     p->landlock_min_abi = DEFAULT_LANDLOCK_ABI;
     p->nested_userns = false;
+    p->commands.default_decision = PDK_DECISION_ALLOW;
+    p->approval_timeout_seconds = DEFAULT_APPROVAL_TIMEOUT;
+    p->approval_on_timeout = PDK_DECISION_DENY;
     return p;
 }
 
@@ -1337,6 +1702,8 @@ void pdk_policy_free(pdk_policy *policy)
     free(policy->env_set);
     free(policy->tcp_bind);
     free(policy->tcp_connect);
+    pdk_command_rules_free(&policy->commands);
+    free(policy->rule_lines);
     free(policy);
 }
 
@@ -1474,4 +1841,46 @@ int pdk_policy_load_file(const char *path, const pdk_policy_context *ctx, pdk_po
         return -1;
     (*out)->base_dir = base_dir_of(path);
     return 0;
+}
+
+char **pdk_policy_example_argv(const char *command_line)
+{
+    pdk_shell_split_t split;
+    pdk_shell_split(command_line, &split);
+    char **argv = NULL;
+    if (split.reducible && split.count == 1 && !split.commands[0].assignments[0]) {
+        argv = pdk_strv_copy(split.commands[0].argv);
+    } else {
+        pdk_strv_push(&argv, "sh");
+        pdk_strv_push(&argv, "-c");
+        pdk_strv_push(&argv, command_line);
+    }
+    pdk_shell_split_free(&split);
+    return argv;
+}
+
+char *pdk_policy_describe_rule(const pdk_policy *policy, ssize_t rule)
+{
+    const pdk_command_rules *rules = &policy->commands;
+    if (rule < 0 || (size_t)rule >= rules->count)
+        return xasprintf("the default (%s)", pdk_decision_name(rules->default_decision));
+    const pdk_command_rule *r = &rules->rules[rule];
+    pdk_buf b = {0};
+    pdk_buf_printf(&b, "rule %zd", rule + 1);
+    if (policy->rule_lines && policy->rule_lines[rule] > 0)
+        pdk_buf_printf(&b, " (line %d", policy->rule_lines[rule]);
+    else
+        pdk_buf_printf(&b, " (");
+    pdk_buf_printf(&b, "%s[", policy->rule_lines && policy->rule_lines[rule] > 0 ? ": " : "");
+    for (size_t t = 0; t < r->token_count; t++) {
+        char *const *alts = r->tokens[t].alternatives;
+        bool many = alts[0] && alts[1];
+        pdk_buf_printf(&b, "%s%s", t ? ", " : "", many ? "[" : "");
+        for (size_t a = 0; alts[a]; a++)
+            pdk_buf_printf(&b, "%s%s", a ? ", " : "", alts[a]);
+        if (many)
+            pdk_buf_printf(&b, "]");
+    }
+    pdk_buf_printf(&b, "] %s)", pdk_decision_name(r->decision));
+    return steal_pointer(&b.data);
 }

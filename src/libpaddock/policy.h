@@ -10,6 +10,7 @@
 #ifndef PADDOCK_POLICY_H
 #define PADDOCK_POLICY_H
 
+#include "command_rules.h"
 #include "error.h"
 
 #include <stdint.h>
@@ -77,7 +78,24 @@ typedef struct pdk_policy {
 
     /* sandbox */
     bool nested_userns; /* allow user namespaces (and mounts) inside the sandbox */
+
+    /* commands: the rules (default decision included); rule_lines[i] is the line of rule
+     * i in the file (0 for the built-in). */
+    pdk_command_rules commands;
+    int *rule_lines;
+
+    /* approvals: how long an `ask` waits, and what a timeout means (deny or allow) */
+    int64_t approval_timeout_seconds;
+    pdk_decision approval_on_timeout;
 } pdk_policy;
+
+/* The argv an example's command line stands for: its one simple command when the line is
+ * one (split as the shell would), else `sh -c LINE`. New NULL-terminated list. */
+char **pdk_policy_example_argv(const char *command_line);
+
+/* "rule 3 (line 12: [git, push])", "the default (allow)" or similar: how a verdict came
+ * about, for messages. New string. */
+char *pdk_policy_describe_rule(const pdk_policy *policy, ssize_t rule);
 
 /* Workspace-relative paths that are read-only in every sandbox (and that commit refuses by
  * default), whatever the policy says: ".git/hooks/", ".git/config", ".mcp.json", editor

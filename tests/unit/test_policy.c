@@ -589,7 +589,7 @@ static void test_unknown_keys(void **state)
             NAME ":7:1: unknown key \"Sandbox\" at the top level (did you mean \"sandbox\"?)",
             NAME ":8:1: unknown key \"limit\" at the top level (did you mean \"limits\"?)",
             NAME ":9:1: unknown key \"xyzzy\" at the top level (known keys: version, "
-                 "filesystem, env, limits, landlock, sandbox)",
+                 "filesystem, env, limits, landlock, sandbox, commands, approvals)",
             NAME ":11:3: unknown key \"Pass\" in \"env\" (did you mean \"pass\"?)", NULL});
     pdk_strv_free(lines);
 
@@ -602,19 +602,13 @@ static void test_unknown_keys(void **state)
 static void test_reserved_keys(void **state)
 {
     char **lines = parse_fail("version: 1\n"
-                              "commands:\n"
-                              "  - match: git push\n"
                               "network: {allow: [github.com]}\n"
-                              "credentials: {}\n"
-                              "approvals: []\n");
+                              "credentials: {}\n");
     assert_strv_equal(
         lines,
         (const char *[]){
-            NAME ":2:1: \"commands\" is not supported by this version of paddock yet (remove it)",
-            NAME ":4:1: \"network\" is not supported by this version of paddock yet (remove it)",
-            NAME ":5:1: \"credentials\" is not supported by this version of paddock yet (remove "
-                 "it)",
-            NAME ":6:1: \"approvals\" is not supported by this version of paddock yet (remove "
+            NAME ":2:1: \"network\" is not supported by this version of paddock yet (remove it)",
+            NAME ":3:1: \"credentials\" is not supported by this version of paddock yet (remove "
                  "it)",
             NULL});
     pdk_strv_free(lines);
@@ -622,6 +616,174 @@ static void test_reserved_keys(void **state)
     assert_one_diag("version: 1\nlimits:\n  network: 1\n",
                     NAME ":3:3: unknown key \"network\" in \"limits\" (known keys: memory, pids, "
                          "cpu, timeout)");
+}
+
+static const char commands_policy[] =
+    "version: 1\n"
+    "commands:\n"
+    "  default: allow\n"
+    "  rules:\n"
+    "    - match: [git, push]\n"
+    "      decision: ask\n"
+    "      reason: \"pushing publishes code\"\n"
+    "    - match: [lark-cli, base, [+record-delete, +table-delete]]\n"
+    "      decision: ask\n"
+    "    - match: [rm, \"-rf\", \"/\"]\n"
+    "      decision: deny\n"
+    "      reason: never\n"
+    "    - match: [curl]\n"
+    "      decision: confine\n"
+    "  examples:\n"
+    "    - {command: \"git push origin main\", decision: ask}\n"
+    "    - {command: \"git status\", decision: allow}\n"
+    "    - {command: \"cd /tmp && rm -rf /\", decision: deny}\n"
+    "    - {argv: [/usr/bin/curl, -s, x], decision: confine}\n"
+    "approvals:\n"
+    "  timeout: 2m\n"
+    "  on_timeout: allow\n";
+
+static void test_commands(void **state)
+{
+    pdk_policy *p = parse_ok(commands_policy);
+    assert_int_equal(p->commands.count, 4);
+    assert_int_equal(p->commands.default_decision, PDK_DECISION_ALLOW);
+    assert_int_equal(p->commands.rules[0].decision, PDK_DECISION_ASK);
+    assert_string_equal(p->commands.rules[0].reason, "pushing publishes code");
+    assert_int_equal(p->commands.rules[1].token_count, 3);
+    assert_string_equal(p->commands.rules[1].tokens[2].alternatives[1], "+table-delete");
+    assert_null(p->commands.rules[1].reason);
+    assert_int_equal(p->rule_lines[0], 5);
+    assert_int_equal(p->rule_lines[3], 13);
+    assert_int_equal(p->approval_timeout_seconds, 120);
+    assert_int_equal(p->approval_on_timeout, PDK_DECISION_ALLOW);
+
+    pdk_command_verdict v;
+    pdk_command_rules_judge(&p->commands, (char *[]){"git", "push", "-f", NULL}, &v);
+    assert_int_equal(v.decision, PDK_DECISION_ASK);
+    assert_int_equal(v.rule, 0);
+    char *how = pdk_policy_describe_rule(p, v.rule);
+    assert_string_equal(how, "rule 1 (line 5: [git, push] ask)");
+    free(how);
+    how = pdk_policy_describe_rule(p, 1);
+    assert_string_equal(how, "rule 2 (line 8: [lark-cli, base, [+record-delete, +table-delete]] "
+                             "ask)");
+    free(how);
+    how = pdk_policy_describe_rule(p, -1);
+    assert_string_equal(how, "the default (allow)");
+    free(how);
+    pdk_policy_free(p);
+
+    /* The defaults when the sections are left out. */
+    p = parse_ok("version: 1\n");
+    assert_int_equal(p->commands.count, 0);
+    assert_int_equal(p->commands.default_decision, PDK_DECISION_ALLOW);
+    assert_int_equal(p->approval_timeout_seconds, 300);
+    assert_int_equal(p->approval_on_timeout, PDK_DECISION_DENY);
+    pdk_policy_free(p);
+
+    /* Examples may come before the rules they test. */
+    p = parse_ok("version: 1\ncommands:\n  examples: [{command: \"make\", decision: deny}]\n"
+                 "  default: deny\n");
+    pdk_policy_free(p);
+}
+
+static void test_example_argv(void **state)
+{
+    char **argv = pdk_policy_example_argv("git push 'origin' \"main\"");
+    assert_strv_equal(argv, (const char *[]){"git", "push", "origin", "main", NULL});
+    pdk_strv_free(argv);
+    /* More than one command, or one with assignments: as sh -c would run it. */
+    argv = pdk_policy_example_argv("make && make test");
+    assert_strv_equal(argv, (const char *[]){"sh", "-c", "make && make test", NULL});
+    pdk_strv_free(argv);
+    argv = pdk_policy_example_argv("CC=clang make");
+    assert_strv_equal(argv, (const char *[]){"sh", "-c", "CC=clang make", NULL});
+    pdk_strv_free(argv);
+}
+
+static void test_failing_examples(void **state)
+{
+    /* The error names the rule that decided. */
+    assert_one_diag("version: 1\n"
+                    "commands:\n"
+                    "  rules:\n"
+                    "    - {match: [git, \"*\"], decision: ask}\n"
+                    "  examples:\n"
+                    "    - {command: \"git status\", decision: allow}\n",
+                    NAME ":6:7: commands.examples[0]: \"git status\" is decided ask by rule 1 "
+                         "(line 4: [git, *] ask), not allow (fix the rule or the example)");
+    assert_one_diag("version: 1\n"
+                    "commands:\n"
+                    "  default: confine\n"
+                    "  examples:\n"
+                    "    - {argv: [ls], decision: allow}\n",
+                    NAME ":5:7: commands.examples[0]: \"ls\" is decided confine by the default "
+                         "(confine), not allow (fix the rule or the example)");
+    /* A script paddock cannot split falls to ask. */
+    assert_one_diag("version: 1\n"
+                    "commands:\n"
+                    "  examples:\n"
+                    "    - {command: \"$CMD arg\", decision: allow}\n",
+                    NAME ":4:7: commands.examples[0]: \"$CMD arg\" is decided ask by the default "
+                         "(allow), not allow (fix the rule or the example)");
+}
+
+static void test_command_errors(void **state)
+{
+    char **lines = parse_fail("version: 1\n"
+                              "commands:\n"
+                              "  default: maybe\n"
+                              "  rules:\n"
+                              "    - {match: [], decision: ask}\n"
+                              "    - {match: [git, \"\"], decision: ask}\n"
+                              "    - {match: [git, []], decision: ask}\n"
+                              "    - {match: [git], decision: sometimes}\n"
+                              "    - {decision: deny}\n"
+                              "    - {match: [git]}\n"
+                              "    - {match: git, decision: deny}\n"
+                              "    - {match: [git], decision: deny, because: x}\n"
+                              "    - {match: [[a, [b]]], decision: deny}\n"
+                              "  examples:\n"
+                              "    - {command: \"x\"}\n"
+                              "    - {command: \"x\", argv: [x], decision: ask}\n"
+                              "    - {command: \"\", decision: ask}\n"
+                              "approvals:\n"
+                              "  timeout: 0\n"
+                              "  on_timeout: ask\n");
+    assert_strv_equal(
+        lines,
+        (const char *[]){
+            NAME
+            ":3:12: commands.default: unknown decision \"maybe\" (use allow, confine, ask or deny)",
+            NAME ":5:15: commands.rules[0].match: an empty pattern matches nothing (give the "
+                 "command's first words, e.g. [git, push])",
+            NAME ":6:21: commands.rules[1].match[1]: an empty word matches nothing (remove it, or "
+                 "use \"*\")",
+            NAME ":7:21: commands.rules[2].match[1]: an empty list of alternatives matches nothing "
+                 "(give at least one)",
+            NAME ":8:32: commands.rules[3].decision: unknown decision \"sometimes\" (use allow, "
+                 "confine, ask or deny)",
+            NAME
+            ":9:7: commands.rules[4]: a rule needs \"match\" (an argv prefix, e.g. [git, push])",
+            NAME
+            ":10:7: commands.rules[5]: a rule needs \"decision\" (allow, confine, ask or deny)",
+            NAME ":11:15: commands.rules[6].match: expected a list, got \"git\"",
+            NAME ":12:38: unknown key \"because\" in \"commands.rules[7]\" (known keys: match, "
+                 "decision, reason)",
+            NAME ":13:20: commands.rules[8].match[0][1]: expected a word (alternatives do not "
+                 "nest), got a list",
+            NAME ":15:7: commands.examples[0]: an example needs \"decision\" (what the rules must "
+                 "decide)",
+            NAME ":16:7: commands.examples[1]: an example needs either \"command\" (a command "
+                 "line) or \"argv\" (a list of words)",
+            NAME ":17:17: commands.examples[2].command: the command line is empty (give the "
+                 "command to check)",
+            NAME ":19:12: approvals.timeout: \"0\" is not a duration from 1 second to 30 days (use "
+                 "seconds, or a number with s, m, h or d, e.g. 5m)",
+            NAME ":20:15: approvals.on_timeout: \"ask\" is not what a timeout can mean (use deny "
+                 "or allow)",
+            NULL});
+    pdk_strv_free(lines);
 }
 
 static void test_wrong_types(void **state)
@@ -758,7 +920,8 @@ static void test_nul_and_escapes(void **state)
     /* Control, separator and bidi characters are escaped in messages; long keys are cut. */
     assert_one_diag("version: 1\n\"a\\tb\\u2028c\\u202ed\": 1\n",
                     NAME ":2:1: unknown key \"a\\x09b\\u2028c\\u202ed\" at the top level (known "
-                         "keys: version, filesystem, env, limits, landlock, sandbox)");
+                         "keys: version, filesystem, env, limits, landlock, sandbox, commands, "
+                         "approvals)");
     pdk_buf text = {0};
     pdk_buf_puts(&text, "version: 1\n");
     for (int i = 0; i < 100; i++)
@@ -1122,6 +1285,10 @@ int main(void)
         cmocka_unit_test(test_version_values),
         cmocka_unit_test(test_unknown_keys),
         cmocka_unit_test(test_reserved_keys),
+        cmocka_unit_test(test_commands),
+        cmocka_unit_test(test_example_argv),
+        cmocka_unit_test(test_failing_examples),
+        cmocka_unit_test(test_command_errors),
         cmocka_unit_test(test_wrong_types),
         cmocka_unit_test(test_duplicate_keys),
         cmocka_unit_test(test_yaml_syntax_errors),

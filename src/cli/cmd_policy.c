@@ -1,0 +1,192 @@
+/* cmd_policy.c: paddock policy check|lint|default */
+#include "cli.h"
+
+#include "../libpaddock/policy.h"
+#include "../libpaddock/statedir.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char usage[] =
+    "usage: paddock policy check [--policy FILE] [--json] -- CMD [ARG...]\n"
+    "       paddock policy lint FILE [--json]\n"
+    "       paddock policy default\n"
+    "\n"
+    "check   say what the command rules decide for CMD (allow, confine, ask or deny) and\n"
+    "        which rule decided; shell wrappers (sh -c ...) are judged command by command.\n"
+    "        Without --policy, the built-in default.\n"
+    "lint    report every problem of a policy file at once, as FILE:LINE:COLUMN: message;\n"
+    "        exits 1 when there is one.\n"
+    "default print the built-in default policy (a starting point for a file).\n"
+    "\n"
+    "  --policy FILE  the policy to check against\n"
+    "  --json         one JSON object on stdout\n"
+    "  -h, --help     show this help\n";
+
+/* Load FILE (or the default), printing every problem on stderr when it is invalid. */
+static int load(const char *file, pdk_policy **out)
+{
+    pdk_error err = {0};
+    _cleanup_free_ char *home = pdk_home_dir();
+    pdk_policy_context ctx = {.home = home};
+    if (!file)
+        return pdk_policy_load_default(&ctx, out, &err) < 0 ? pdk_cli_fail(&err, PDK_EXIT_FAILED)
+                                                            : PDK_EXIT_OK;
+    pdk_policy_diags diags = {0};
+    if (pdk_policy_load_file(file, &ctx, out, &diags, &err) == 0)
+        return PDK_EXIT_OK;
+    if (diags.count == 0)
+        return pdk_cli_fail(&err, PDK_EXIT_FAILED);
+    for (size_t i = 0; i < diags.count; i++) {
+        _cleanup_free_ char *line = pdk_policy_diag_format(&diags.items[i]);
+        fprintf(stderr, "%s\n", line);
+    }
+    pdk_policy_diags_free(&diags);
+    return PDK_EXIT_FAILED;
+}
+
+static int parse_options(int argc, char **argv, const char **policy, bool *json)
+{
+    static const struct option options[] = {{"policy", required_argument, NULL, 'p'},
+                                            {"json", no_argument, NULL, 'j'},
+                                            {"help", no_argument, NULL, 'h'},
+                                            {NULL, 0, NULL, 0}};
+    opterr = 0;
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, "+h", options, NULL)) != -1) {
+        switch (c) {
+        case 'p':
+            if (!policy)
+                return pdk_cli_usage_error(argv[0], "--policy is for 'policy check' only");
+            *policy = optarg;
+            break;
+        case 'j':
+            *json = true;
+            break;
+        case 'h':
+            fputs(usage, stdout);
+            return PDK_EXIT_OK;
+        default:
+            return pdk_cli_bad_option(argv[0], optopt, argv, optind);
+        }
+    }
+    return -1;
+}
+
+static int check(int argc, char **argv)
+{
+    const char *file = NULL;
+    bool json = false;
+    int early = parse_options(argc, argv, &file, &json);
+    if (early >= 0)
+        return early;
+    if (optind < argc && strcmp(argv[optind], "--") == 0)
+        optind++;
+    if (optind >= argc)
+        return pdk_cli_usage_error("policy check",
+                                   "no command given: paddock policy check -- CMD [ARG...]");
+    pdk_policy *policy = NULL;
+    int r = load(file, &policy);
+    if (r != PDK_EXIT_OK)
+        return r;
+    pdk_command_verdict v;
+    pdk_command_rules_judge(&policy->commands, argv + optind, &v);
+    _cleanup_free_ char *how = pdk_policy_describe_rule(policy, v.rule);
+    if (json) {
+        json_t *o =
+            json_pack("{s:s, s:s, s:b, s:b}", "decision", pdk_decision_name(v.decision), "reason",
+                      v.reason, "through_shell", v.through_shell, "unreducible", v.unreducible);
+        json_object_set_new(o, "rule", v.rule >= 0 ? json_integer(v.rule) : json_null());
+        json_object_set_new(o, "line",
+                            v.rule >= 0 && policy->rule_lines[v.rule] > 0
+                                ? json_integer(policy->rule_lines[v.rule])
+                                : json_null());
+        json_object_set_new(o, "decided_by", json_string(how));
+        json_object_set_new(o, "policy", json_string(policy->source));
+        pdk_cli_print_json(o);
+    } else {
+        const char *note = v.unreducible     ? " (a shell script judged as a whole)"
+                           : v.through_shell ? " (judged command by command through the shell)"
+                                             : "";
+        if (v.rule >= 0)
+            printf("%s: %s: %s%s\n", pdk_decision_name(v.decision), how, v.reason, note);
+        else
+            printf("%s: %s%s\n", pdk_decision_name(v.decision), v.reason, note);
+    }
+    pdk_policy_free(policy);
+    return PDK_EXIT_OK;
+}
+
+static int lint(int argc, char **argv)
+{
+    bool json = false;
+    int early = parse_options(argc, argv, NULL, &json);
+    if (early >= 0)
+        return early;
+    if (optind >= argc)
+        return pdk_cli_usage_error("policy lint", "no policy file given");
+    if (optind + 1 < argc)
+        return pdk_cli_usage_error("policy lint", "one file at a time ('%s' is one too many)",
+                                   argv[optind + 1]);
+    const char *file = argv[optind];
+    _cleanup_free_ char *home = pdk_home_dir();
+    pdk_policy_context ctx = {.home = home};
+    pdk_policy *policy = NULL;
+    pdk_policy_diags diags = {0};
+    pdk_error err = {0};
+    int r = pdk_policy_load_file(file, &ctx, &policy, &diags, &err);
+    pdk_policy_free(policy);
+    if (r < 0 && diags.count == 0)
+        return pdk_cli_fail(&err, PDK_EXIT_FAILED); /* unreadable */
+    if (json) {
+        json_t *problems = json_array();
+        for (size_t i = 0; i < diags.count; i++) {
+            const pdk_policy_diag *d = &diags.items[i];
+            json_array_append_new(problems, json_pack("{s:i, s:i, s:s}", "line", d->line, "column",
+                                                      d->column, "message", d->message));
+        }
+        pdk_cli_print_json(
+            json_pack("{s:s, s:b, s:o}", "file", file, "ok", r == 0, "problems", problems));
+    } else if (r == 0) {
+        printf("%s: ok\n", file);
+    } else {
+        for (size_t i = 0; i < diags.count; i++) {
+            _cleanup_free_ char *line = pdk_policy_diag_format(&diags.items[i]);
+            printf("%s\n", line);
+        }
+    }
+    pdk_policy_diags_free(&diags);
+    return r == 0 ? PDK_EXIT_OK : PDK_EXIT_FAILED;
+}
+
+int pdk_cmd_policy(int argc, char **argv)
+{
+    if (argc < 2) {
+        fputs(usage, stderr);
+        return PDK_EXIT_USAGE;
+    }
+    const char *sub = argv[1];
+    if (strcmp(sub, "-h") == 0 || strcmp(sub, "--help") == 0) {
+        fputs(usage, stdout);
+        return PDK_EXIT_OK;
+    }
+    if (strcmp(sub, "check") == 0)
+        return check(argc - 1, argv + 1);
+    if (strcmp(sub, "lint") == 0)
+        return lint(argc - 1, argv + 1);
+    if (strcmp(sub, "default") == 0) {
+        if (argc > 2 && (strcmp(argv[2], "-h") == 0 || strcmp(argv[2], "--help") == 0)) {
+            fputs(usage, stdout);
+            return PDK_EXIT_OK;
+        }
+        if (argc > 2)
+            return pdk_cli_usage_error("policy default", "unexpected argument '%s'", argv[2]);
+        fputs(pdk_policy_default_text(), stdout);
+        return PDK_EXIT_OK;
+    }
+    return pdk_cli_usage_error("policy", "unknown subcommand '%s' (check, lint or default)", sub);
+}

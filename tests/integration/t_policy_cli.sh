@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# t_policy_cli: `paddock policy check` says what the command rules decide and which rule
+# decided (text and JSON); `paddock policy lint` lists every problem of a file at once and
+# exits 1; examples that fail make the policy invalid; `paddock policy default` prints a
+# policy that lints clean.
+. "$(dirname "$0")/lib.sh"
+
+cat >"$T/p.yaml" <<'EOF'
+version: 1
+commands:
+  default: allow
+  rules:
+    - match: [git, push]
+      decision: ask
+      reason: "pushing publishes code"
+    - match: [lark-cli, base, [+record-delete, +table-delete, +field-delete]]
+      decision: ask
+    - match: [rm, "-rf", "/"]
+      decision: deny
+      reason: never
+    - match: [curl]
+      decision: confine
+  examples:
+    - {command: "git push origin main", decision: ask}
+    - {command: "git status", decision: allow}
+EOF
+
+pdk policy check --policy "$T/p.yaml" -- git push origin main
+expect_eq "check: exit 0" 0 "$RC"
+expect_eq "check: the decision, the rule (with its line) and the reason" \
+    "ask: rule 1 (line 5: [git, push] ask): pushing publishes code" "$OUT"
+
+pdk policy check --policy "$T/p.yaml" --json -- /usr/bin/lark-cli base +table-delete --id t1
+expect_eq "check --json: decision, rule index and line" "ask 1 8" \
+    "$(json_get "$OUT" '"%s %s %s" % (j["decision"], j["rule"], j["line"])')"
+
+pdk policy check --policy "$T/p.yaml" --json -- bash -lc 'cd /tmp && curl -s x | sh'
+expect_eq "check: a shell wrapper is judged command by command (curl is confined)" \
+    "confine 3 True" \
+    "$(json_get "$OUT" '"%s %s %s" % (j["decision"], j["rule"], j["through_shell"])')"
+
+pdk policy check --policy "$T/p.yaml" --json -- sh -c 'git status; rm -rf /'
+expect_eq "check: the strictest command of a script wins" "deny never" \
+    "$(json_get "$OUT" '"%s %s" % (j["decision"], j["reason"])')"
+
+pdk policy check --policy "$T/p.yaml" --json -- sh -c 'eval "$X"'
+expect_eq "check: a script paddock cannot split falls to ask" "ask None True" \
+    "$(json_get "$OUT" '"%s %s %s" % (j["decision"], j["rule"], j["unreducible"])')"
+
+pdk policy check --policy "$T/p.yaml" -- ls -l
+expect_eq "check: no rule matches, the default decides" "allow: the default for commands" "$OUT"
+
+pdk policy check --policy "$T/p.yaml"
+expect_eq "check without a command: usage error (exit 2)" 2 "$RC"
+expect_match "... that says what is missing" "no command given" "$ERR"
+
+pdk policy lint "$T/p.yaml"
+expect_eq "lint: a valid file exits 0" "0 $T/p.yaml: ok" "$RC $OUT"
+
+cat >"$T/bad.yaml" <<'EOF'
+version: 1
+commands:
+  default: sometimes
+  rules:
+    - {match: [], decision: ask}
+    - {match: [git], decision: maybe}
+  examples:
+    - {command: "git push", decision: deny}
+approvals:
+  timeout: forever
+EOF
+pdk policy lint "$T/bad.yaml"
+expect_eq "lint: an invalid file exits 1" 1 "$RC"
+expect_eq "lint: every problem, one a line" 5 "$(printf '%s\n' "$OUT" | grep -c "^$T/bad.yaml:")"
+expect_match "lint: a bad decision names the valid ones" \
+    "bad.yaml:3:12: commands.default: unknown decision \"sometimes\" \(use allow, confine, ask or deny\)" \
+    "$OUT"
+expect_match "lint: a failing example names the rule that decided" \
+    "bad.yaml:8:7: commands.examples\[0\]: \"git push\" is decided allow by the default \(sometimes|allow\)" \
+    "$OUT"
+
+pdk policy lint --json "$T/bad.yaml"
+expect_eq "lint --json: ok false and the problems with positions" "False 5 3 12" \
+    "$(json_get "$OUT" '"%s %d %d %d" % (j["ok"], len(j["problems"]), j["problems"][0]["line"], j["problems"][0]["column"])')"
+
+pdk policy lint "$T/missing.yaml"
+expect_eq "lint: a missing file exits 1" 1 "$RC"
+expect_match "... naming the file" "missing.yaml" "$ERR"
+
+pdk policy check --policy "$T/bad.yaml" -- ls
+expect_eq "check with an invalid policy exits 1" 1 "$RC"
+expect_eq "... listing every problem on stderr" 5 "$(printf '%s\n' "$ERR" | grep -c "bad.yaml:")"
+
+pdk run --policy "$T/bad.yaml" -- true
+expect_eq "run refuses an invalid policy (exit 125)" 125 "$RC"
+expect_match "... with the first problem" "bad.yaml:3:12" "$ERR"
+
+pdk policy default
+expect_eq "default: exit 0" 0 "$RC"
+printf '%s\n' "$OUT" >"$T/default.yaml"
+pdk policy lint "$T/default.yaml"
+expect_eq "the default policy lints clean" 0 "$RC"
+
+pdk policy frobnicate
+expect_eq "an unknown subcommand is a usage error" 2 "$RC"
+pdk policy check --help
+expect_match "policy check --help prints the usage" "usage: paddock policy check" "$OUT"
+
