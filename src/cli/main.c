@@ -20,6 +20,7 @@ static const pdk_cli_command commands[] = {
     {"discard", "throw a session's changes away", pdk_cmd_discard},
     {"doctor", "check what this kernel offers and what paddock will do", pdk_cmd_doctor},
     {"policy", "check commands against a policy, lint a policy file", pdk_cmd_policy},
+    {"audit", "the audit log: list, follow, verify, export", pdk_cmd_audit},
 };
 
 static void print_usage(FILE *out)

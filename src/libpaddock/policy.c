@@ -1796,6 +1796,7 @@ int pdk_policy_load_default(const pdk_policy_context *ctx, pdk_policy **out, pdk
     (void)ctx;
     (void)err;
     *out = policy_new(BUILTIN_SOURCE);
+    pdk_sha256_hex(default_policy_yaml, sizeof(default_policy_yaml) - 1, (*out)->sha256);
     return 0;
 }
 
@@ -1840,6 +1841,7 @@ int pdk_policy_load_file(const char *path, const pdk_policy_context *ctx, pdk_po
     if (pdk_policy_parse(path, text, len, ctx, out, diags, err) < 0)
         return -1;
     (*out)->base_dir = base_dir_of(path);
+    pdk_sha256_hex(text, len, (*out)->sha256);
     return 0;
 }
 

@@ -42,8 +42,9 @@ typedef struct pdk_env_assignment {
 } pdk_env_assignment;
 
 typedef struct pdk_policy {
-    char *source;   /* file path as given, or "<built-in default>" */
-    char *base_dir; /* directory of the file (NULL for built-in) */
+    char *source;    /* file path as given, or "<built-in default>" */
+    char sha256[65]; /* of the file's bytes (of the default's text for the built-in) */
+    char *base_dir;  /* directory of the file (NULL for built-in) */
 
     /* filesystem: absolute, normalised paths ("~" expanded) except protect */
     char **read_deny;  /* hidden in addition to the built-in credential list */

@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <sodium.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -328,4 +329,18 @@ int pdk_parse_int64(const char *s, int64_t min, int64_t max, int64_t *out)
     }
     *out = v;
     return 0;
+}
+
+void pdk_sha256_hex(const void *data, size_t len, char out[65])
+{
+    /* libsodium's: no library initialisation on the way to the sandbox (OpenSSL 3 loads
+     * its configuration and providers at the first digest, about 2 ms). */
+    unsigned char md[crypto_hash_sha256_BYTES];
+    crypto_hash_sha256(md, data, len);
+    static const char hex[] = "0123456789abcdef";
+    for (size_t i = 0; i < 32; i++) {
+        out[2 * i] = hex[md[i] >> 4];
+        out[2 * i + 1] = hex[md[i] & 15];
+    }
+    out[64] = '\0';
 }

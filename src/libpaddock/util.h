@@ -103,4 +103,7 @@ int64_t pdk_now_realtime_ns(void);
 /* Parse a decimal integer in [min, max]; returns 0 or -1 (errno EINVAL/ERANGE). */
 int pdk_parse_int64(const char *s, int64_t min, int64_t max, int64_t *out);
 
+/* SHA-256 of data, as 64 lowercase hex digits and a NUL. */
+void pdk_sha256_hex(const void *data, size_t len, char out[65]);
+
 #endif

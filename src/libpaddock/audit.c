@@ -1,0 +1,399 @@
+/* audit.c: see audit.h. */
+#include "audit.h"
+
+#include "store_sqlite.h"
+#include "util.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define GENESIS_HASH "0000000000000000000000000000000000000000000000000000000000000000"
+#define REDACTED     "[REDACTED]"
+
+/* ---- redaction ---- */
+
+static char **secrets;
+
+void pdk_audit_redact(const char *secret)
+{
+    if (!secret || strlen(secret) < 4 || pdk_strv_contains(secrets, secret))
+        return;
+    pdk_strv_push(&secrets, secret);
+}
+
+void pdk_audit_redact_clear(void)
+{
+    pdk_strv_free(secrets);
+    secrets = NULL;
+}
+
+/* s with every registered secret replaced (new string), or NULL when none occurs. */
+static char *redact_text(const char *s)
+{
+    if (!secrets || !s)
+        return NULL;
+    bool found = false;
+    for (size_t i = 0; secrets[i] && !found; i++)
+        found = strstr(s, secrets[i]) != NULL;
+    if (!found)
+        return NULL;
+    char *cur = xstrdup(s);
+    for (size_t i = 0; secrets[i]; i++) {
+        size_t sl = strlen(secrets[i]);
+        pdk_buf b = {0};
+        const char *p = cur;
+        for (const char *hit; (hit = strstr(p, secrets[i]));) {
+            pdk_buf_printf(&b, "%.*s%s", (int)(hit - p), p, REDACTED);
+            p = hit + sl;
+        }
+        pdk_buf_printf(&b, "%s", p);
+        free(cur);
+        cur = b.data ? b.data : xstrdup("");
+    }
+    return cur;
+}
+
+/* Redact every string (keys included) of a JSON value, in place; returns v, or a
+ * replacement (the original released). */
+static json_t *redact_json(json_t *v)
+{
+    if (!secrets)
+        return v;
+    if (json_is_string(v)) {
+        char *r = redact_text(json_string_value(v));
+        if (!r)
+            return v;
+        json_t *n = json_string(r);
+        free(r);
+        json_decref(v);
+        return n;
+    }
+    if (json_is_array(v)) {
+        for (size_t i = 0; i < json_array_size(v); i++)
+            json_array_set_new(v, i, redact_json(json_incref(json_array_get(v, i))));
+        return v;
+    }
+    if (json_is_object(v)) {
+        json_t *out = json_object();
+        const char *key;
+        json_t *val;
+        json_object_foreach(v, key, val)
+        {
+            char *rk = redact_text(key);
+            json_object_set_new(out, rk ? rk : key, redact_json(json_incref(val)));
+            free(rk);
+        }
+        json_decref(v);
+        return out;
+    }
+    return v;
+}
+
+/* ---- the chain ---- */
+
+/* The JSON text of a string or null (new string). */
+static char *json_str_or_null(const char *s)
+{
+    json_t *v = s ? json_string(s) : json_null();
+    char *t = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+    json_decref(v);
+    return t ? t : xstrdup("null");
+}
+
+static void chain_hash(const char *prev, int64_t seq, int64_t time_ns, const char *session,
+                       const char *kind, const char *data, char out[65])
+{
+    _cleanup_free_ char *js = json_str_or_null(session);
+    _cleanup_free_ char *jk = json_str_or_null(kind);
+    pdk_buf b = {0};
+    pdk_buf_printf(&b, "%s\n%" PRId64 "\n%" PRId64 "\n%s\n%s\n%s", prev, seq, time_ns, js, jk,
+                   data);
+    pdk_sha256_hex(b.data, b.len, out);
+    pdk_buf_free(&b);
+}
+
+static int read_head(pdk_store *store, int64_t *seq, char hash[65], pdk_error *err)
+{
+    sqlite3_stmt *st = NULL;
+    *seq = 0;
+    snprintf(hash, 65, "%s", GENESIS_HASH);
+    if (sqlite3_prepare_v2(pdk_store_db(store),
+                           "SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1", -1, &st,
+                           NULL) != SQLITE_OK)
+        return pdk_store_error(store, err, "reading the audit log");
+    int r = sqlite3_step(st);
+    if (r == SQLITE_ROW) {
+        *seq = sqlite3_column_int64(st, 0);
+        const unsigned char *h = sqlite3_column_text(st, 1);
+        snprintf(hash, 65, "%s", h ? (const char *)h : "");
+    }
+    sqlite3_finalize(st);
+    if (r != SQLITE_ROW && r != SQLITE_DONE)
+        return pdk_store_error(store, err, "reading the audit log");
+    return 0;
+}
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int pdk_audit_append_batch(pdk_store *store, pdk_audit_item *items, size_t count, pdk_error *err)
+{
+    sqlite3 *db = pdk_store_db(store);
+    sqlite3_stmt *ins = NULL, *head = NULL;
+    int ret = -1;
+    bool begun = false;
+    if (pdk_store_begin(store, err) < 0)
+        goto out;
+    begun = true;
+    int64_t seq;
+    char prev[65];
+    if (read_head(store, &seq, prev, err) < 0)
+        goto out;
+    if (sqlite3_prepare_v2(db,
+                           "INSERT INTO audit (seq, time_ns, session, kind, data, prev_hash, "
+                           "hash) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                           -1, &ins, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(db,
+                           "INSERT INTO meta (key, value) VALUES ('audit_head', ?) ON CONFLICT "
+                           "(key) DO UPDATE SET value = excluded.value",
+                           -1, &head, NULL) != SQLITE_OK) {
+        pdk_store_error(store, err, "writing to the audit log");
+        goto out;
+    }
+    for (size_t i = 0; i < count; i++) {
+        json_t *data = items[i].data ? items[i].data : json_object();
+        items[i].data = NULL;
+        data = redact_json(data);
+        char *text = json_dumps(data, JSON_COMPACT | JSON_SORT_KEYS);
+        json_decref(data);
+        _cleanup_free_ char *session = redact_text(items[i].session);
+        _cleanup_free_ char *kind = redact_text(items[i].kind);
+        const char *s = session ? session : items[i].session;
+        const char *k = kind ? kind : items[i].kind;
+        int64_t t = now_ns();
+        char hash[65];
+        seq++;
+        chain_hash(prev, seq, t, s, k, text ? text : "{}", hash);
+        sqlite3_reset(ins);
+        sqlite3_bind_int64(ins, 1, seq);
+        sqlite3_bind_int64(ins, 2, t);
+        if (s)
+            sqlite3_bind_text(ins, 3, s, -1, SQLITE_TRANSIENT);
+        else
+            sqlite3_bind_null(ins, 3);
+        sqlite3_bind_text(ins, 4, k, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(ins, 5, text ? text : "{}", -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(ins, 6, prev, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(ins, 7, hash, -1, SQLITE_TRANSIENT);
+        int r = sqlite3_step(ins);
+        free(text);
+        if (r != SQLITE_DONE) {
+            pdk_store_error(store, err, "writing to the audit log");
+            goto out;
+        }
+        memcpy(prev, hash, sizeof(prev));
+    }
+    char headval[96];
+    snprintf(headval, sizeof(headval), "%" PRId64 " %s", seq, prev);
+    sqlite3_bind_text(head, 1, headval, -1, SQLITE_TRANSIENT);
+    if (sqlite3_step(head) != SQLITE_DONE) {
+        pdk_store_error(store, err, "writing to the audit log");
+        goto out;
+    }
+    sqlite3_finalize(ins);
+    sqlite3_finalize(head);
+    ins = head = NULL;
+    begun = false;
+    ret = pdk_store_commit(store, err);
+out:
+    for (size_t i = 0; i < count; i++) {
+        json_decref(items[i].data);
+        items[i].data = NULL;
+    }
+    sqlite3_finalize(ins);
+    sqlite3_finalize(head);
+    if (begun)
+        pdk_store_rollback(store);
+    return ret;
+}
+
+int pdk_audit_append(pdk_store *store, const char *session, const char *kind, json_t *data,
+                     pdk_error *err)
+{
+    pdk_audit_item item = {.session = session, .kind = kind, .data = data};
+    return pdk_audit_append_batch(store, &item, 1, err);
+}
+
+static const char *text_col(sqlite3_stmt *st, int i)
+{
+    return (const char *)sqlite3_column_text(st, i);
+}
+
+int pdk_audit_each(pdk_store *store, const pdk_audit_filter *filter,
+                   int (*fn)(const pdk_audit_event *event, void *arg), void *arg, pdk_error *err)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(pdk_store_db(store),
+                           "SELECT seq, time_ns, session, kind, data, prev_hash, hash FROM audit "
+                           "WHERE seq > ?1 AND (?2 IS NULL OR session = ?2) AND time_ns >= ?3 "
+                           "ORDER BY seq",
+                           -1, &st, NULL) != SQLITE_OK)
+        return pdk_store_error(store, err, "reading the audit log");
+    sqlite3_bind_int64(st, 1, filter ? filter->after_seq : 0);
+    if (filter && filter->session)
+        sqlite3_bind_text(st, 2, filter->session, -1, SQLITE_TRANSIENT);
+    else
+        sqlite3_bind_null(st, 2);
+    sqlite3_bind_int64(st, 3, filter ? filter->since_ns : 0);
+    int r, ret = 0;
+    while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+        pdk_audit_event e = {
+            .seq = sqlite3_column_int64(st, 0),
+            .time_ns = sqlite3_column_int64(st, 1),
+            .session = text_col(st, 2),
+            .kind = text_col(st, 3),
+            .data = text_col(st, 4),
+            .prev_hash = text_col(st, 5),
+            .hash = text_col(st, 6),
+        };
+        if (!e.kind)
+            e.kind = "";
+        if (!e.data)
+            e.data = "{}";
+        ret = fn(&e, arg);
+        if (ret != 0)
+            break;
+    }
+    if (r != SQLITE_ROW && r != SQLITE_DONE) {
+        sqlite3_finalize(st);
+        return pdk_store_error(store, err, "reading the audit log");
+    }
+    sqlite3_finalize(st);
+    return ret;
+}
+
+json_t *pdk_audit_event_json(const pdk_audit_event *e)
+{
+    json_error_t jerr;
+    json_t *data = json_loads(e->data, JSON_DECODE_ANY, &jerr);
+    if (!data)
+        data = json_string(e->data);
+    time_t secs = (time_t)(e->time_ns / 1000000000);
+    struct tm tm;
+    gmtime_r(&secs, &tm);
+    char when[64];
+    snprintf(when, sizeof(when), "%04d-%02d-%02dT%02d:%02d:%02d.%06dZ", tm.tm_year + 1900,
+             tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+             (int)(e->time_ns % 1000000000 / 1000));
+    json_t *o = json_object();
+    json_object_set_new(o, "seq", json_integer(e->seq));
+    json_object_set_new(o, "time", json_string(when));
+    json_object_set_new(o, "time_ns", json_integer(e->time_ns));
+    json_object_set_new(o, "session", e->session ? json_string(e->session) : json_null());
+    json_object_set_new(o, "kind", json_string(e->kind));
+    json_object_set_new(o, "data", data);
+    json_object_set_new(o, "hash", json_string(e->hash ? e->hash : ""));
+    return o;
+}
+
+/* ---- verification ---- */
+
+typedef struct verify_state {
+    pdk_audit_verdict *v;
+    int64_t expect_seq;
+    char prev[65];
+} verify_state;
+
+static int verify_row(const pdk_audit_event *e, void *arg)
+{
+    verify_state *vs = arg;
+    pdk_audit_verdict *v = vs->v;
+    v->rows++;
+    if (e->seq != vs->expect_seq) {
+        v->bad_seq = vs->expect_seq;
+        if (e->seq > vs->expect_seq)
+            snprintf(v->problem, sizeof(v->problem),
+                     "row %" PRId64 " is missing: the log goes on at row %" PRId64
+                     " (rows were deleted)",
+                     vs->expect_seq, e->seq);
+        else
+            snprintf(v->problem, sizeof(v->problem), "row %" PRId64 " is out of order", e->seq);
+        return 1;
+    }
+    if (!e->prev_hash || strcmp(e->prev_hash, vs->prev) != 0) {
+        v->bad_seq = e->seq;
+        snprintf(v->problem, sizeof(v->problem),
+                 "row %" PRId64 " does not follow row %" PRId64
+                 " (its previous-hash differs: rows were edited, swapped or replaced)",
+                 e->seq, e->seq - 1);
+        return 1;
+    }
+    char h[65];
+    chain_hash(vs->prev, e->seq, e->time_ns, e->session, e->kind, e->data, h);
+    if (!e->hash || strcmp(h, e->hash) != 0) {
+        v->bad_seq = e->seq;
+        snprintf(v->problem, sizeof(v->problem),
+                 "row %" PRId64 " was edited (its content does not match its hash)", e->seq);
+        return 1;
+    }
+    memcpy(vs->prev, h, sizeof(vs->prev));
+    vs->expect_seq++;
+    return 0;
+}
+
+int pdk_audit_verify(pdk_store *store, pdk_audit_verdict *v, pdk_error *err)
+{
+    memset(v, 0, sizeof(*v));
+    verify_state vs = {.v = v, .expect_seq = 1};
+    snprintf(vs.prev, sizeof(vs.prev), "%s", GENESIS_HASH);
+    int r = pdk_audit_each(store, NULL, verify_row, &vs, err);
+    if (r < 0)
+        return -1;
+    if (r > 0)
+        return 0;
+    /* The head written with the last append: rows deleted at the end. */
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(pdk_store_db(store), "SELECT value FROM meta WHERE key = 'audit_head'",
+                           -1, &st, NULL) != SQLITE_OK)
+        return pdk_store_error(store, err, "reading the audit log");
+    int64_t head_seq = 0;
+    char head_hash[65] = "";
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        const char *val = text_col(st, 0);
+        if (!val || sscanf(val, "%" SCNd64 " %64s", &head_seq, head_hash) != 2)
+            head_seq = -1;
+    }
+    sqlite3_finalize(st);
+    int64_t last = vs.expect_seq - 1;
+    if (head_seq < 0 || (head_seq == 0 && last > 0)) {
+        v->bad_seq = last + 1;
+        snprintf(v->problem, sizeof(v->problem),
+                 "the log's recorded end is missing or damaged (the meta table was edited)");
+        return 0;
+    }
+    if (head_seq > last) {
+        v->bad_seq = last + 1;
+        snprintf(v->problem, sizeof(v->problem),
+                 "rows %" PRId64 " to %" PRId64 " are missing (deleted from the end)", last + 1,
+                 head_seq);
+        return 0;
+    }
+    if (head_seq < last || (last > 0 && strcmp(head_hash, vs.prev) != 0)) {
+        v->bad_seq = head_seq + 1;
+        snprintf(v->problem, sizeof(v->problem),
+                 "row %" PRId64 " on does not match the log's recorded end (rows were added or "
+                 "replaced outside paddock)",
+                 head_seq + 1);
+        return 0;
+    }
+    v->intact = true;
+    return 0;
+}

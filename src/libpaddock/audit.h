@@ -1,0 +1,83 @@
+/* audit.h: the audit log, hash-chained events in the state store (store.h).
+ *
+ * Each event is a row: seq (1, 2, 3, ...), time_ns, session (or NULL), kind ("session.start",
+ * "exec", "approval.answered", ...), data (a JSON object in canonical form: compact, keys
+ * sorted), prev_hash and hash. hash is SHA-256, in hex, over
+ *
+ *     prev_hash "\n" seq "\n" time_ns "\n" json(session) "\n" json(kind) "\n" data
+ *
+ * (seq and time_ns in decimal, json() a JSON string or null), and prev_hash is the hash of
+ * the row before (64 zeros for the first). meta "audit_head" holds the last seq and hash,
+ * written in the same transaction. pdk_audit_verify() recomputes all of it and names the
+ * first row that was edited, deleted or moved, and rows deleted at the end. Someone who can
+ * write the store can still rewrite the whole chain from some row on: the chain shows
+ * edits, it does not prevent them; export the log (or its head) elsewhere to pin it.
+ *
+ * Values registered with pdk_audit_redact() never reach a row: every string of an event's
+ * data, its session and its kind have them replaced by "[REDACTED]" before hashing.
+ *
+ * An event is committed durably before pdk_audit_append() returns: the caller does what the
+ * event describes only after that (fail closed).
+ */
+#ifndef PADDOCK_AUDIT_H
+#define PADDOCK_AUDIT_H
+
+#include "store.h"
+
+#include <jansson.h>
+#include <stdint.h>
+
+typedef struct pdk_audit_event {
+    int64_t seq;
+    int64_t time_ns;
+    const char *session; /* may be NULL */
+    const char *kind;
+    const char *data; /* canonical JSON object text */
+    const char *prev_hash;
+    const char *hash;
+} pdk_audit_event;
+
+typedef struct pdk_audit_item {
+    const char *session; /* may be NULL */
+    const char *kind;
+    json_t *data; /* a JSON object; the append steals the reference */
+} pdk_audit_item;
+
+/* Append one event, or several in one transaction (one fsync for all). data is stolen
+ * (also on failure). */
+int pdk_audit_append(pdk_store *store, const char *session, const char *kind, json_t *data,
+                     pdk_error *err);
+int pdk_audit_append_batch(pdk_store *store, pdk_audit_item *items, size_t count, pdk_error *err);
+
+/* Register a secret value (4 bytes or longer) to redact from every later event of this
+ * process. */
+void pdk_audit_redact(const char *secret);
+/* Forget every registered value (tests). */
+void pdk_audit_redact_clear(void);
+
+typedef struct pdk_audit_filter {
+    const char *session; /* only this session's events, when not NULL */
+    int64_t since_ns;    /* only events at or after this time, when > 0 */
+    int64_t after_seq;   /* only events after this seq */
+} pdk_audit_filter;
+
+/* Call fn for each event matching filter, in order; fn returns 0 to go on, anything else to
+ * stop (returned). */
+int pdk_audit_each(pdk_store *store, const pdk_audit_filter *filter,
+                   int (*fn)(const pdk_audit_event *event, void *arg), void *arg, pdk_error *err);
+
+/* The event as a JSON object (seq, time, time_ns, session, kind, data, hash). */
+json_t *pdk_audit_event_json(const pdk_audit_event *event);
+
+typedef struct pdk_audit_verdict {
+    bool intact;
+    int64_t rows;    /* rows checked */
+    int64_t bad_seq; /* the first bad row (0 when intact) */
+    char problem[256];
+} pdk_audit_verdict;
+
+/* Recompute the chain. Returns 0 with the verdict filled in (intact or not), -1 with err
+ * when the store cannot be read. */
+int pdk_audit_verify(pdk_store *store, pdk_audit_verdict *verdict, pdk_error *err);
+
+#endif
