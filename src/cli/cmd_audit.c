@@ -76,12 +76,18 @@ static int parse_since(const char *s, int64_t *out_ns)
     return 0;
 }
 
+/* The store, with what runs spooled folded in. */
 static int open_store(pdk_store **store)
 {
     pdk_error err = {0};
     _cleanup_free_ char *state = NULL;
-    if (pdk_cli_state_dir(false, &state, &err) < 0 || pdk_store_open(state, false, store, &err) < 0)
+    if (pdk_cli_state_dir(true, &state, &err) < 0 || pdk_store_open(state, true, store, &err) < 0)
         return pdk_cli_fail(&err, PDK_EXIT_FAILED);
+    if (pdk_audit_fold(*store, state, &err) < 0) {
+        pdk_store_close(*store);
+        *store = NULL;
+        return pdk_cli_fail(&err, PDK_EXIT_FAILED);
+    }
     return PDK_EXIT_OK;
 }
 
@@ -162,7 +168,16 @@ static int list(int argc, char **argv, bool force_json)
     if (r != PDK_EXIT_OK)
         return r;
     pdk_error err = {0};
+    _cleanup_free_ char *state = NULL;
+    if (follow && pdk_cli_state_dir(false, &state, &err) < 0) {
+        pdk_store_close(store);
+        return pdk_cli_fail(&err, PDK_EXIT_FAILED);
+    }
     for (;;) {
+        if (follow && pdk_audit_fold(store, state, &err) < 0) {
+            pdk_store_close(store);
+            return pdk_cli_fail(&err, PDK_EXIT_FAILED);
+        }
         filter.after_seq = ls.last_seq;
         if (pdk_audit_each(store, &filter, print_event, &ls, &err) < 0) {
             pdk_store_close(store);

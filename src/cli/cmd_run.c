@@ -155,6 +155,11 @@ int pdk_cmd_run(int argc, char **argv)
         json_object_set_new(j, "changes", json_integer((json_int_t)report.changes));
         json_object_set_new(j, "exit", json_integer(report.exit_status));
         json_object_set_new(j, "timed_out", json_boolean(report.timed_out));
+        json_object_set_new(j, "decision", json_string(pdk_decision_name(report.decision)));
+        json_object_set_new(j, "decided_by",
+                            json_string(report.decided_by ? report.decided_by : ""));
+        json_object_set_new(j, "confined", json_boolean(report.confined));
+        json_object_set_new(j, "denied", json_boolean(report.denied));
         json_object_set_new(
             j, "workspace_mode",
             json_string(report.workspace_mode == PDK_WORKSPACE_DIRECT ? "direct" : "overlay"));
@@ -164,6 +169,11 @@ int pdk_cmd_run(int argc, char **argv)
         fprintf(stderr, "%s\n", s);
         free(s);
         json_decref(j);
+    } else if (report.confined) {
+        fprintf(stderr,
+                "paddock: confined by the policy (%s): ran without network; %zu change%s "
+                "thrown away\n",
+                report.decided_by, report.changes, report.changes == 1 ? "" : "s");
     } else if (report.session_id && report.session_kept) {
         if (report.changes > 0)
             fprintf(stderr, "paddock: session %s: %zu file%s changed (review: paddock diff %s)\n",

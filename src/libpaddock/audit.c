@@ -1,8 +1,15 @@
 /* audit.c: see audit.h. */
 #include "audit.h"
 
+#include "fsutil.h"
 #include "store_sqlite.h"
 #include "util.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <errno.h>
 #include <inttypes.h>
@@ -144,15 +151,12 @@ static int64_t now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-int pdk_audit_append_batch(pdk_store *store, pdk_audit_item *items, size_t count, pdk_error *err)
+/* Append inside the caller's transaction. */
+static int append_in_tx(pdk_store *store, pdk_audit_item *items, size_t count, pdk_error *err)
 {
     sqlite3 *db = pdk_store_db(store);
     sqlite3_stmt *ins = NULL, *head = NULL;
     int ret = -1;
-    bool begun = false;
-    if (pdk_store_begin(store, err) < 0)
-        goto out;
-    begun = true;
     int64_t seq;
     char prev[65];
     if (read_head(store, &seq, prev, err) < 0)
@@ -178,7 +182,7 @@ int pdk_audit_append_batch(pdk_store *store, pdk_audit_item *items, size_t count
         _cleanup_free_ char *kind = redact_text(items[i].kind);
         const char *s = session ? session : items[i].session;
         const char *k = kind ? kind : items[i].kind;
-        int64_t t = now_ns();
+        int64_t t = items[i].time_ns > 0 ? items[i].time_ns : now_ns();
         char hash[65];
         seq++;
         chain_hash(prev, seq, t, s, k, text ? text : "{}", hash);
@@ -208,11 +212,7 @@ int pdk_audit_append_batch(pdk_store *store, pdk_audit_item *items, size_t count
         pdk_store_error(store, err, "writing to the audit log");
         goto out;
     }
-    sqlite3_finalize(ins);
-    sqlite3_finalize(head);
-    ins = head = NULL;
-    begun = false;
-    ret = pdk_store_commit(store, err);
+    ret = 0;
 out:
     for (size_t i = 0; i < count; i++) {
         json_decref(items[i].data);
@@ -220,9 +220,23 @@ out:
     }
     sqlite3_finalize(ins);
     sqlite3_finalize(head);
-    if (begun)
-        pdk_store_rollback(store);
     return ret;
+}
+
+int pdk_audit_append_batch(pdk_store *store, pdk_audit_item *items, size_t count, pdk_error *err)
+{
+    if (pdk_store_begin(store, err) < 0) {
+        for (size_t i = 0; i < count; i++) {
+            json_decref(items[i].data);
+            items[i].data = NULL;
+        }
+        return -1;
+    }
+    if (append_in_tx(store, items, count, err) < 0) {
+        pdk_store_rollback(store);
+        return -1;
+    }
+    return pdk_store_commit(store, err);
 }
 
 int pdk_audit_append(pdk_store *store, const char *session, const char *kind, json_t *data,
@@ -396,4 +410,309 @@ int pdk_audit_verify(pdk_store *store, pdk_audit_verdict *v, pdk_error *err)
     }
     v->intact = true;
     return 0;
+}
+
+/* ---- the spool ---- */
+
+#define SPOOL_DIR "audit-spool"
+
+struct pdk_audit_spool {
+    char *dir;
+    char *path;
+    int fd; /* -1 until the first write */
+    char prev[65];
+};
+
+int pdk_audit_spool_open(const char *state_dir, pdk_audit_spool **out, pdk_error *err)
+{
+    pdk_audit_spool *sp = xcalloc(1, sizeof(*sp));
+    sp->dir = pdk_path_join(state_dir, SPOOL_DIR);
+    sp->fd = -1;
+    snprintf(sp->prev, sizeof(sp->prev), "%s", GENESIS_HASH);
+    *out = sp;
+    (void)err;
+    return 0;
+}
+
+/* The file is made at the first write: a run that records nothing leaves nothing. */
+static int spool_create(pdk_audit_spool *sp, pdk_error *err)
+{
+    if (mkdir(sp->dir, 0700) < 0 && errno != EEXIST)
+        return pdk_error_set(err, errno, "cannot create the audit spool %s", sp->dir);
+    for (int attempt = 0; attempt < 100; attempt++) {
+        free(sp->path);
+        sp->path =
+            xasprintf("%s/%019" PRId64 "-%d-%d.jsonl", sp->dir, now_ns(), (int)getpid(), attempt);
+        sp->fd =
+            open(sp->path, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (sp->fd >= 0)
+            break;
+        if (errno != EEXIST)
+            return pdk_error_set(err, errno, "cannot create an audit spool file in %s", sp->dir);
+    }
+    if (sp->fd < 0)
+        return pdk_error_set(err, EEXIST, "cannot create an audit spool file in %s", sp->dir);
+    /* Held while this process writes: the fold removes the file only once it is free. */
+    if (flock(sp->fd, LOCK_EX | LOCK_NB) < 0)
+        return pdk_error_set(err, errno, "cannot lock the audit spool file %s", sp->path);
+    return 0;
+}
+
+/* The line of a spooled event (new string, newline included). */
+static char *spool_line(const char *prev, int64_t t, const char *session, const char *kind,
+                        const char *data, char hash[65])
+{
+    chain_hash(prev, 0, t, session, kind, data, hash);
+    json_error_t jerr;
+    json_t *d = json_loads(data, 0, &jerr);
+    json_t *o = json_pack("{s:I, s:o, s:s, s:o, s:s, s:s}", "time_ns", (json_int_t)t, "session",
+                          session ? json_string(session) : json_null(), "kind", kind, "data",
+                          d ? d : json_object(), "prev", prev, "hash", hash);
+    char *text = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(o);
+    char *line = xasprintf("%s\n", text ? text : "{}");
+    free(text);
+    return line;
+}
+
+int pdk_audit_spool_write(pdk_audit_spool *sp, const char *session, const char *kind, json_t *data,
+                          bool durable, pdk_error *err)
+{
+    json_t *d = redact_json(data ? data : json_object());
+    char *text = json_dumps(d, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(d);
+    if (!text)
+        return pdk_error_set(err, ENOMEM, "cannot encode an audit event");
+    _cleanup_free_ char *rs = redact_text(session);
+    _cleanup_free_ char *rk = redact_text(kind);
+    char hash[65];
+    _cleanup_free_ char *line =
+        spool_line(sp->prev, now_ns(), rs ? rs : session, rk ? rk : kind, text, hash);
+    free(text);
+    if (sp->fd < 0 && spool_create(sp, err) < 0)
+        return -1;
+    if (pdk_write_all(sp->fd, line, strlen(line)) < 0 || (durable && fdatasync(sp->fd) < 0))
+        return pdk_error_set(err, errno, "cannot write to the audit spool %s", sp->path);
+    memcpy(sp->prev, hash, sizeof(sp->prev));
+    return 0;
+}
+
+void pdk_audit_spool_close(pdk_audit_spool *sp)
+{
+    if (!sp)
+        return;
+    if (sp->fd >= 0)
+        close(sp->fd);
+    free(sp->path);
+    free(sp->dir);
+    free(sp);
+}
+
+static int compare_names(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+typedef struct spool_progress {
+    int64_t offset;
+    char last_hash[65];
+} spool_progress;
+
+static int read_progress(pdk_store *store, const char *name, spool_progress *p, pdk_error *err)
+{
+    p->offset = 0;
+    snprintf(p->last_hash, sizeof(p->last_hash), "%s", GENESIS_HASH);
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(pdk_store_db(store),
+                           "SELECT offset, last_hash FROM spool WHERE name = ?", -1, &st,
+                           NULL) != SQLITE_OK)
+        return pdk_store_error(store, err, "reading the audit spool's progress");
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        p->offset = sqlite3_column_int64(st, 0);
+        const char *h = text_col(st, 1);
+        snprintf(p->last_hash, sizeof(p->last_hash), "%s", h ? h : "");
+    }
+    sqlite3_finalize(st);
+    return 0;
+}
+
+static int write_progress(pdk_store *store, const char *name, const spool_progress *p,
+                          pdk_error *err)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(pdk_store_db(store),
+                           "INSERT INTO spool (name, offset, last_hash) VALUES (?1, ?2, ?3) ON "
+                           "CONFLICT (name) DO UPDATE SET offset = ?2, last_hash = ?3",
+                           -1, &st, NULL) != SQLITE_OK)
+        return pdk_store_error(store, err, "recording the audit spool's progress");
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, 2, p->offset);
+    sqlite3_bind_text(st, 3, p->last_hash, -1, SQLITE_TRANSIENT);
+    int r = sqlite3_step(st);
+    sqlite3_finalize(st);
+    if (r != SQLITE_DONE)
+        return pdk_store_error(store, err, "recording the audit spool's progress");
+    return 0;
+}
+
+static void forget_progress(pdk_store *store, const char *name)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(pdk_store_db(store), "DELETE FROM spool WHERE name = ?", -1, &st,
+                           NULL) == SQLITE_OK) {
+        sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
+        sqlite3_step(st);
+    }
+    sqlite3_finalize(st);
+}
+
+/* Check one spooled line against the chain; fills an item (data stolen by the caller).
+ * false when the line is not a valid, linked event. */
+static bool parse_spooled(const char *line, const char *prev, pdk_audit_item *item,
+                          char hash_out[65], json_t **owner)
+{
+    json_error_t jerr;
+    json_t *o = json_loads(line, 0, &jerr);
+    if (!o || !json_is_object(o)) {
+        json_decref(o);
+        return false;
+    }
+    json_t *jt = json_object_get(o, "time_ns"), *js = json_object_get(o, "session");
+    json_t *jk = json_object_get(o, "kind"), *jd = json_object_get(o, "data");
+    const char *p = json_string_value(json_object_get(o, "prev"));
+    const char *h = json_string_value(json_object_get(o, "hash"));
+    if (!json_is_integer(jt) || !json_is_string(jk) || !json_is_object(jd) || !p || !h ||
+        (!json_is_string(js) && !json_is_null(js)) || strcmp(p, prev) != 0) {
+        json_decref(o);
+        return false;
+    }
+    char *data = json_dumps(jd, JSON_COMPACT | JSON_SORT_KEYS);
+    char check[65];
+    chain_hash(prev, 0, json_integer_value(jt), json_string_value(js), json_string_value(jk),
+               data ? data : "{}", check);
+    free(data);
+    if (strcmp(check, h) != 0) {
+        json_decref(o);
+        return false;
+    }
+    memcpy(hash_out, check, 65);
+    item->time_ns = json_integer_value(jt);
+    item->session = json_string_value(js);
+    item->kind = json_string_value(jk);
+    item->data = json_incref(jd);
+    *owner = o;
+    return true;
+}
+
+/* Fold one spool file; returns the events folded, or -1. */
+static int fold_file(pdk_store *store, int dirfd, const char *name, pdk_error *err)
+{
+    _cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return errno == ENOENT ? 0
+                               : pdk_error_set(err, errno, "cannot open the audit spool %s", name);
+    bool finished = flock(fd, LOCK_EX | LOCK_NB) == 0;
+    spool_progress prog;
+    if (read_progress(store, name, &prog, err) < 0)
+        return -1;
+    _cleanup_free_ char *text = NULL;
+    size_t len = 0;
+    if (pdk_read_file_at(dirfd, name, &text, &len, 256u << 20) < 0)
+        return pdk_error_set(err, errno, "cannot read the audit spool %s", name);
+    if ((size_t)prog.offset > len)
+        prog.offset = (int64_t)len; /* truncated under us: what was folded stays */
+    pdk_audit_item *items = NULL;
+    json_t **owners = NULL;
+    size_t n = 0;
+    bool damaged = false;
+    size_t pos = (size_t)prog.offset;
+    while (pos < len) {
+        char *nl = memchr(text + pos, '\n', len - pos);
+        if (!nl)
+            break; /* a line being written */
+        *nl = '\0';
+        pdk_audit_item item = {0};
+        json_t *owner = NULL;
+        char hash[65];
+        if (!parse_spooled(text + pos, prog.last_hash, &item, hash, &owner)) {
+            damaged = true;
+            break;
+        }
+        items = xrealloc(items, (n + 1) * sizeof(*items));
+        owners = xrealloc(owners, (n + 1) * sizeof(*owners));
+        items[n] = item;
+        owners[n] = owner;
+        n++;
+        memcpy(prog.last_hash, hash, sizeof(prog.last_hash));
+        pos = (size_t)(nl - text) + 1;
+    }
+    if (damaged) {
+        items = xrealloc(items, (n + 1) * sizeof(*items));
+        owners = xrealloc(owners, (n + 1) * sizeof(*owners));
+        owners[n] = NULL;
+        items[n] = (pdk_audit_item){
+            .kind = "audit.spool_damaged",
+            .data = json_pack("{s:s, s:I}", "file", name, "offset", (json_int_t)pos),
+        };
+        n++;
+    }
+    prog.offset = (int64_t)pos;
+    int ret = -1;
+    /* The events and how far the file is folded, in one transaction: a crash between the
+     * two never folds a line twice. */
+    if (pdk_store_begin(store, err) < 0)
+        goto out;
+    if ((n > 0 && append_in_tx(store, items, n, err) < 0) ||
+        write_progress(store, name, &prog, err) < 0 || pdk_store_commit(store, err) < 0) {
+        pdk_store_rollback(store);
+        goto out;
+    }
+    ret = (int)n;
+    if (damaged) {
+        _cleanup_free_ char *to = xasprintf("%s.damaged", name);
+        renameat(dirfd, name, dirfd, to);
+        forget_progress(store, name);
+    } else if (finished && pos == len) {
+        unlinkat(dirfd, name, 0);
+        forget_progress(store, name);
+    }
+out:
+    for (size_t i = 0; i < n; i++)
+        json_decref(owners[i]);
+    free(owners);
+    free(items);
+    return ret;
+}
+
+int pdk_audit_fold(pdk_store *store, const char *state_dir, pdk_error *err)
+{
+    _cleanup_free_ char *dir = pdk_path_join(state_dir, SPOOL_DIR);
+    _cleanup_closedir_ DIR *d = opendir(dir);
+    if (!d)
+        return errno == ENOENT ? 0
+                               : pdk_error_set(err, errno, "cannot read the audit spool %s", dir);
+    char **names = NULL;
+    size_t n = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        size_t l = strlen(de->d_name);
+        if (l > 6 && strcmp(de->d_name + l - 6, ".jsonl") == 0) {
+            pdk_strv_push(&names, de->d_name);
+            n++;
+        }
+    }
+    if (n > 1)
+        qsort(names, n, sizeof(*names), compare_names);
+    int total = 0;
+    for (size_t i = 0; i < n; i++) {
+        int r = fold_file(store, dirfd(d), names[i], err);
+        if (r < 0) {
+            pdk_strv_free(names);
+            return -1;
+        }
+        total += r;
+    }
+    pdk_strv_free(names);
+    return total;
 }

@@ -40,7 +40,8 @@ typedef struct pdk_audit_event {
 typedef struct pdk_audit_item {
     const char *session; /* may be NULL */
     const char *kind;
-    json_t *data; /* a JSON object; the append steals the reference */
+    json_t *data;    /* a JSON object; the append steals the reference */
+    int64_t time_ns; /* when it happened; 0: now */
 } pdk_audit_item;
 
 /* Append one event, or several in one transaction (one fsync for all). data is stolen
@@ -65,6 +66,28 @@ typedef struct pdk_audit_filter {
  * stop (returned). */
 int pdk_audit_each(pdk_store *store, const pdk_audit_filter *filter,
                    int (*fn)(const pdk_audit_event *event, void *arg), void *arg, pdk_error *err);
+
+/* ---- the spool ----
+ *
+ * `paddock run` does not open the store on its way to the sandbox (SQLite costs a few
+ * milliseconds to load, open and commit): it writes its events to a spool file of its own,
+ * STATE/audit-spool/<time>-<pid>.jsonl, one JSON line an event, each line chained to the
+ * one before by the same SHA-256 scheme (the first line to 64 zeros), flock'ed while the
+ * run lasts. A durable write is fdatasync'ed before it returns: the action it records goes
+ * on only then. pdk_audit_fold() moves spooled events into the log (in spool order, each
+ * keeping its time), checking each file's chain; every reader of the log folds first. A
+ * spool file whose chain is broken is not folded: it is renamed *.damaged and an
+ * "audit.spool_damaged" event says where. */
+typedef struct pdk_audit_spool pdk_audit_spool;
+int pdk_audit_spool_open(const char *state_dir, pdk_audit_spool **out, pdk_error *err);
+/* data is stolen (also on failure). */
+int pdk_audit_spool_write(pdk_audit_spool *spool, const char *session, const char *kind,
+                          json_t *data, bool durable, pdk_error *err);
+void pdk_audit_spool_close(pdk_audit_spool *spool);
+
+/* Fold what is spooled under state_dir into the store's log; spool files of finished
+ * writers go once folded. Returns the number of events folded, or -1 with err. */
+int pdk_audit_fold(pdk_store *store, const char *state_dir, pdk_error *err);
 
 /* The event as a JSON object (seq, time, time_ns, session, kind, data, hash). */
 json_t *pdk_audit_event_json(const pdk_audit_event *event);

@@ -140,8 +140,15 @@ static void judge(const pdk_command_rules *rules, char *const *argv, int depth,
         /* Judged as a whole: a rule about the wrapper decides, else ask (or a stricter
          * default). */
         if (own < 0) {
-            pdk_decision d = rules->default_decision > PDK_DECISION_ASK ? rules->default_decision
-                                                                        : PDK_DECISION_ASK;
+            /* What the script runs cannot be seen: ask, when some rule is stricter than the
+             * default (the hidden commands might match it); else they can only get the
+             * default. */
+            pdk_decision d = rules->default_decision;
+            bool stricter = false;
+            for (size_t i = 0; i < rules->count && !stricter; i++)
+                stricter = rules->rules[i].decision > d;
+            if (stricter && d < PDK_DECISION_ASK)
+                d = PDK_DECISION_ASK;
             consider(v, d, -1, "a shell script paddock cannot split into its commands");
         }
     } else if (split.count == 0) {

@@ -8,7 +8,8 @@
  * (deny > ask > confine > allow); when none matches, the default applies. Shell wrappers
  * (sh -c SCRIPT, bash -lc SCRIPT, ...) are seen through: the script is split into its simple
  * commands (shell.h) and each is judged; a script that cannot be reduced is judged as a
- * whole and falls to ask (or a stricter default) unless a rule matches the wrapper itself.
+ * whole: a rule matching the wrapper itself decides, else ask when some rule is stricter
+ * than the default (what the script hides might match it), else the default.
  *
  * This module judges; the policy file's `commands` section and the enforcement at exec
  * come with the release that uses it.

@@ -106,7 +106,7 @@ int pdk_idmap_write(const pdk_idmap *map, pid_t pid, pdk_error *err)
     return write_proc(pid, "gid_map", buf, err);
 }
 
-int pdk_netns_create(bool no_nested_userns, const char **what)
+int pdk_netns_create(bool loopback, bool no_nested_userns, const char **what)
 {
     if (unshare(CLONE_NEWNET) < 0) {
         *what = "creating the network namespace (unshare)";
@@ -117,12 +117,14 @@ int pdk_netns_create(bool no_nested_userns, const char **what)
         *what = "opening the new network namespace";
         return -1;
     }
-    int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    int s = loopback ? socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0) : -2;
     struct ifreq ifr;
     memset(&ifr, 0, sizeof(ifr));
     memcpy(ifr.ifr_name, "lo", 3);
-    if (s < 0 || ioctl(s, SIOCGIFFLAGS, &ifr) < 0 ||
-        (ifr.ifr_flags |= IFF_UP | IFF_RUNNING, ioctl(s, SIOCSIFFLAGS, &ifr) < 0)) {
+    if (s == -2) {
+        /* no interface up */
+    } else if (s < 0 || ioctl(s, SIOCGIFFLAGS, &ifr) < 0 ||
+               (ifr.ifr_flags |= IFF_UP | IFF_RUNNING, ioctl(s, SIOCSIFFLAGS, &ifr) < 0)) {
         int e = errno;
         if (s >= 0)
             close(s);
@@ -130,8 +132,9 @@ int pdk_netns_create(bool no_nested_userns, const char **what)
         errno = e;
         *what = "bringing up loopback";
         return -1;
+    } else {
+        close(s);
     }
-    close(s);
     if (no_nested_userns) {
         /* Belt and braces: the seccomp filter refuses new user namespaces already. */
         int m = open("/proc/sys/user/max_user_namespaces", O_WRONLY | O_CLOEXEC);

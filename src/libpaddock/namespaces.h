@@ -45,11 +45,11 @@ pid_t pdk_clone3(uint64_t flags, int *pidfd, int cgroup_fd);
 /* Write uid_map, setgroups and gid_map of pid (the supervisor side). */
 int pdk_idmap_write(const pdk_idmap *map, pid_t pid, pdk_error *err);
 
-/* Move the calling thread into a new network namespace with loopback up and return an fd
- * of it; with no_nested_userns also set user.max_user_namespaces to 0 in the caller's user
- * namespace. The caller must hold CAP_SYS_ADMIN in its user namespace. System calls only,
- * nothing allocated: it runs in the sandbox's setup thread (sandbox_child.c). -1 with
- * errno and *what naming the step that failed. */
-int pdk_netns_create(bool no_nested_userns, const char **what);
+/* Move the calling thread into a new network namespace (with loopback up when loopback is
+ * true, else with no interface up at all) and return an fd of it; with no_nested_userns also set
+ * user.max_user_namespaces to 0 in the caller's user namespace. The caller must hold CAP_SYS_ADMIN
+ * in its user namespace. System calls only, nothing allocated: it runs in the sandbox's setup
+ * thread (sandbox_child.c). -1 with errno and *what naming the step that failed. */
+int pdk_netns_create(bool loopback, bool no_nested_userns, const char **what);
 
 #endif

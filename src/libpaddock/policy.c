@@ -1362,7 +1362,10 @@ static void check_examples(parse_state *st)
         pdk_command_rules_judge(&st->policy->commands, x->argv, &v);
         if (v.decision != x->expected) {
             _cleanup_free_ char *q = quote_str(x->shown);
-            _cleanup_free_ char *how = pdk_policy_describe_rule(st->policy, v.rule);
+            _cleanup_free_ char *how =
+                v.rule < 0 && v.unreducible
+                    ? xstrdup("the fallback for scripts paddock cannot split into commands")
+                    : pdk_policy_describe_rule(st->policy, v.rule);
             diag_node(st, x->node,
                       "%s: %s is decided %s by %s, not %s (fix the rule or the example)", x->field,
                       q, pdk_decision_name(v.decision), how, pdk_decision_name(x->expected));

@@ -1,6 +1,7 @@
 /* run.c: see run.h. */
 #include "run.h"
 
+#include "audit.h"
 #include "changes.h"
 #include "environ.h"
 #include "fsutil.h"
@@ -33,7 +34,61 @@ typedef struct run_state {
     bool session_created; /* made on disk by this run (removed again when the run fails) */
     bool spare_done;      /* the idle steps have made the spares there is room for */
     pdk_sandbox_config cfg;
+    pdk_command_verdict verdict;
+    bool confined;
+    pdk_audit_spool *spool; /* where this run's audit events go */
 } run_state;
+
+/* ---- the audit events of a run ---- */
+
+static int open_spool(run_state *st, pdk_error *err)
+{
+    if (st->spool)
+        return 0;
+    return pdk_audit_spool_open(st->state_dir, &st->spool, err);
+}
+
+static json_t *argv_json(char *const *argv)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; argv && argv[i]; i++)
+        json_array_append_new(a, json_string(argv[i]));
+    return a;
+}
+
+/* The verdict's fields, added to an event's data. */
+static void add_verdict(const run_state *st, json_t *o)
+{
+    const pdk_command_verdict *v = &st->verdict;
+    json_object_set_new(o, "decision", json_string(pdk_decision_name(v->decision)));
+    json_object_set_new(o, "rule", v->rule >= 0 ? json_integer(v->rule) : json_null());
+    _cleanup_free_ char *how = pdk_policy_describe_rule(st->policy, v->rule);
+    json_object_set_new(o, "decided_by", json_string(how));
+    json_object_set_new(o, "reason", json_string(v->reason));
+}
+
+/* Before the command runs (the sandbox builds meanwhile): the session's start. */
+static int record_start(void *arg, pdk_error *err)
+{
+    run_state *st = arg;
+    if (open_spool(st, err) < 0)
+        return -1;
+    json_t *o = json_object();
+    json_object_set_new(o, "argv", argv_json(st->opt->argv));
+    json_object_set_new(o, "cwd", json_string(st->cfg.cwd ? st->cfg.cwd : ""));
+    json_object_set_new(o, "workspace", json_string(st->workspace));
+    json_object_set_new(
+        o, "mode",
+        json_string(st->opt->workspace_mode == PDK_WORKSPACE_DIRECT ? "direct" : "overlay"));
+    json_object_set_new(o, "policy", json_string(st->policy->source));
+    json_object_set_new(o, "policy_sha256", json_string(st->policy->sha256));
+    json_object_set_new(o, "confined", json_boolean(st->confined));
+    add_verdict(st, o);
+    if (pdk_audit_spool_write(st->spool, st->session->id, "session.start", o, true, err) < 0)
+        return pdk_error_prefix(err, "cannot record the session's start in the audit log, so "
+                                     "the command does not run");
+    return 0;
+}
 
 /* The homes whose credential locations are hidden: $HOME, and the passwd entry's home
  * when $HOME points elsewhere (the real one is still on the read-only root). */
@@ -175,6 +230,7 @@ static bool idle_step(void *arg)
 {
     run_state *st = arg;
     if (!st->spare_done) {
+        /* A spare first (recycled from a retired session when one is unchanged). */
         st->spare_done = st->opt->workspace_mode != PDK_WORKSPACE_OVERLAY ||
                          pdk_session_spare_step(st->state_dir) <= 0;
         return true;
@@ -297,6 +353,9 @@ static int build_config(run_state *st, pdk_error *err)
 
     cfg->after_clone = materialize_session;
     cfg->after_clone_arg = st;
+    cfg->before_command = record_start;
+    cfg->before_command_arg = st;
+    cfg->no_loopback = st->confined;
     cfg->idle_step = idle_step;
     cfg->idle_step_arg = st;
 
@@ -363,6 +422,46 @@ static size_t count_changes(run_state *st)
     return n;
 }
 
+/* A command the policy denies: recorded, not run (exit 126, as for a command that cannot
+ * be executed). */
+static int refuse_denied(run_state *st, pdk_run_report *report, pdk_error *err)
+{
+    report->denied = true;
+    report->exit_status = PDK_EXIT_CANNOT_EXECUTE;
+    snprintf(report->message, sizeof(report->message), "denied by the policy: %s (%s)",
+             st->verdict.reason, report->decided_by);
+    if (open_spool(st, err) < 0)
+        return -1;
+    json_t *o = json_object();
+    json_object_set_new(o, "argv", argv_json(st->opt->argv));
+    _cleanup_free_ char *cwd = getcwd(NULL, 0);
+    json_object_set_new(o, "cwd", json_string(cwd ? cwd : ""));
+    json_object_set_new(o, "top_level", json_true());
+    json_object_set_new(o, "policy", json_string(st->policy->source));
+    add_verdict(st, o);
+    if (pdk_audit_spool_write(st->spool, NULL, "exec", o, true, err) < 0)
+        return pdk_error_prefix(err, "the command is denied, and cannot be recorded");
+    return 0;
+}
+
+/* After the run: the session's end. */
+static void record_end(run_state *st, const pdk_run_report *report)
+{
+    if (!st->spool)
+        return; /* the start was never recorded: nothing ran */
+    json_t *o = json_object();
+    json_object_set_new(o, "exit_status", json_integer(report->exit_status));
+    json_object_set_new(o, "timed_out", json_boolean(report->timed_out));
+    json_object_set_new(o, "changes", json_integer((json_int_t)report->changes));
+    json_object_set_new(o, "kept", json_boolean(report->session_kept));
+    json_object_set_new(o, "confined", json_boolean(st->confined));
+    pdk_error err = {0};
+    /* Not waited for on the disk: what it records has happened; the next durable write of
+     * the spool (or the fold) carries it. */
+    if (pdk_audit_spool_write(st->spool, st->session->id, "session.end", o, false, &err) < 0)
+        pdk_warn("%s (the command has ended; its end is not in the audit log)", err.message);
+}
+
 int pdk_run(const pdk_run_options *opt, pdk_run_report *report, pdk_error *err)
 {
     memset(report, 0, sizeof(*report));
@@ -382,6 +481,41 @@ int pdk_run(const pdk_run_options *opt, pdk_run_report *report, pdk_error *err)
     if (pdk_state_dir(true, &st.state_dir, err) < 0)
         goto out;
     pdk_trace("policy loaded");
+
+    /* The command rules on the command itself. */
+    pdk_command_rules_judge(&st.policy->commands, opt->argv, &st.verdict);
+    report->decision = st.verdict.decision;
+    report->decided_by = pdk_policy_describe_rule(st.policy, st.verdict.rule);
+    snprintf(report->reason, sizeof(report->reason), "%s", st.verdict.reason);
+    if (st.verdict.decision == PDK_DECISION_DENY) {
+        ret = refuse_denied(&st, report, err);
+        goto out;
+    }
+    if (st.verdict.decision == PDK_DECISION_ASK) {
+        pdk_error_set(err, 0,
+                      "the policy asks a human before this command runs (%s), and this paddock "
+                      "cannot ask yet; change the rule to allow or confine",
+                      report->decided_by);
+        goto out;
+    }
+    if (st.verdict.decision == PDK_DECISION_CONFINE) {
+        if (opt->session_name) {
+            pdk_error_set(err, 0,
+                          "the policy confines this command (%s): it runs on a layer that is "
+                          "thrown away, so --session %s cannot keep it (drop --session)",
+                          report->decided_by, opt->session_name);
+            goto out;
+        }
+        if (opt->workspace_mode == PDK_WORKSPACE_DIRECT) {
+            pdk_error_set(err, 0,
+                          "the policy confines this command (%s): its writes must be thrown "
+                          "away, which --workspace-mode direct cannot do (drop it)",
+                          report->decided_by);
+            goto out;
+        }
+        st.confined = true;
+        report->confined = true;
+    }
     int r = open_session(&st, err);
     if (r < 0)
         goto out;
@@ -415,10 +549,11 @@ int pdk_run(const pdk_run_options *opt, pdk_run_report *report, pdk_error *err)
         goto out;
     report->exit_status = result.exit_status;
     pdk_trace("sandbox ended");
-    /* What the idle steps left of sessions that earlier runs retired goes now (while the
-     * sandbox's init exits), up to a bound, so that retired sessions never pile up when
-     * runs are too short for the idle steps. */
-    for (int step = 0; step < 256 && collect_step(&st); step++)
+    /* When runs are too short for the idle steps, what they left goes now (while the
+     * sandbox's init exits), up to a bound, until one retired session at most is left for
+     * the next run's idle steps: retired sessions never pile up. */
+    for (int step = 0;
+         step < 256 && pdk_session_retired_count(st.state_dir) > 1 && collect_step(&st); step++)
         ;
     report->timed_out = result.timed_out;
     report->timeout_seconds = st.cfg.timeout_seconds;
@@ -441,8 +576,8 @@ int pdk_run(const pdk_run_options *opt, pdk_run_report *report, pdk_error *err)
         pdk_trace("changes counted");
     }
     report->session_id = xstrdup(s->id);
-    bool keep = s->named || report->changes > 0 ||
-                (opt->workspace_mode == PDK_WORKSPACE_OVERLAY && !st.session_new);
+    bool keep = !st.confined && (s->named || report->changes > 0 ||
+                                 (opt->workspace_mode == PDK_WORKSPACE_OVERLAY && !st.session_new));
     int saved = 0;
     if (st.session_new && !st.session_created) {
         report->session_removed = true; /* it never was on disk */
@@ -471,6 +606,7 @@ int pdk_run(const pdk_run_options *opt, pdk_run_report *report, pdk_error *err)
     if (report->session_kept && pdk_session_clear_volatile(s, err) < 0)
         goto out;
     st.session_created = false;
+    record_end(&st, report);
     ret = 0;
     pdk_trace("session saved");
 out:
@@ -479,6 +615,7 @@ out:
         pdk_session_remove(st.session, &ignored);
     }
     free_config(&st.cfg);
+    pdk_audit_spool_close(st.spool);
     pdk_session_free(st.session);
     pdk_policy_free(st.policy);
     free(st.state_dir);
@@ -492,4 +629,6 @@ void pdk_run_report_free(pdk_run_report *report)
 {
     free(report->session_id);
     report->session_id = NULL;
+    free(report->decided_by);
+    report->decided_by = NULL;
 }

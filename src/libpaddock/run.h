@@ -3,6 +3,7 @@
 #ifndef PADDOCK_RUN_H
 #define PADDOCK_RUN_H
 
+#include "command_rules.h"
 #include "error.h"
 #include "session.h"
 
@@ -29,6 +30,12 @@ typedef struct pdk_run_report {
     bool timed_out;
     int64_t timeout_seconds;
     char message[1024]; /* why paddock failed or could not run the command */
+    /* The command rules' verdict on the command */
+    pdk_decision decision;
+    char *decided_by; /* "rule 2 (line 9: [curl] confine)" or "the default (allow)" */
+    char reason[512];
+    bool denied;   /* not run: the policy denies it (exit 126) */
+    bool confined; /* ran without network; its changes were thrown away */
 } pdk_run_report;
 
 /* Returns 0 when the sandbox ran (report->exit_status says how the command ended) and -1

@@ -214,6 +214,12 @@ int pdk_sandbox_run(const pdk_sandbox_config *cfg, pdk_sandbox_result *res, pdk_
     masked = false;
     if (!sup)
         goto kill;
+    if (cfg->before_command && cfg->before_command(cfg->before_command_arg, err) < 0)
+        goto kill;
+    if (pdk__msg_send(sock[0], PDK_MSG_RUN, 0, NULL, NULL, 0) < 0) {
+        pdk_error_set(err, errno, "starting the command");
+        goto kill;
+    }
     if (cfg->idle_step)
         pdk_supervisor_add_idle(sup, cfg->idle_step, cfg->idle_step_arg);
     pdk_supervisor_outcome outcome;

@@ -64,6 +64,7 @@ typedef struct pdk_sandbox_config {
     size_t tcp_connect_count;
 
     bool nested_userns;
+    bool no_loopback; /* not even loopback in the network namespace */
     int64_t memory_bytes, pids, cpu_millicores;
     bool allow_degraded;
     int64_t timeout_seconds; /* 0: none */
@@ -75,6 +76,13 @@ typedef struct pdk_sandbox_config {
      * failure stops the sandbox before it runs anything. NULL: none. */
     int (*after_clone)(void *arg, pdk_error *err);
     void *after_clone_arg;
+
+    /* Called while the sandbox builds the rest of its tree, before the command starts: the
+     * command runs only once this has returned 0 (paddock run writes the audit event of
+     * the session's start here). A failure stops the sandbox before anything runs. NULL:
+     * none. */
+    int (*before_command)(void *arg, pdk_error *err);
+    void *before_command_arg;
 
     /* Background work for the supervisor while the sandbox starts and runs: called again and
      * again between the supervisor's events for as long as it returns true. Each call must

@@ -69,6 +69,7 @@ static PDK_NORETURN void die_error(const pdk_error *err)
 typedef struct setup_thread {
     bool tty_gid_mapped;
     bool no_nested_userns;
+    bool no_loopback;
     volatile int dev_state; /* 0 while building, 1 built, -1 failed */
     int dev_errno;
     const char *dev_what;
@@ -93,7 +94,7 @@ static int setup_thread_main(void *arg)
         t->dev_state = 1;
     }
     syscall(SYS_futex, &t->dev_state, FUTEX_WAKE, 1, NULL, NULL, 0);
-    t->netns_fd = pdk_netns_create(t->no_nested_userns, &t->net_what);
+    t->netns_fd = pdk_netns_create(!t->no_loopback, t->no_nested_userns, &t->net_what);
     if (t->netns_fd < 0)
         t->net_errno = errno;
     return 0;
@@ -410,6 +411,7 @@ void pdk__sandbox_child_main(const pdk__child_args *args)
     setup_thread helper = {
         .tty_gid_mapped = idmap->privileged || idmap->inside_gid == 5,
         .no_nested_userns = !cfg->nested_userns,
+        .no_loopback = cfg->no_loopback,
     };
     setup_thread_start(&helper);
     if (pdk_mounts_finish(builder, &src) < 0)
@@ -437,6 +439,12 @@ void pdk__sandbox_child_main(const pdk__child_args *args)
     if (pdk_seccomp_install(args->seccomp) < 0)
         die("installing the seccomp filter: %s", strerror(errno));
     pdk_trace("child: privileges dropped");
+
+    /* Nothing starts before the supervisor has recorded it. */
+    nfds = 0;
+    r = pdk__msg_recv(sync_fd, &msg, fds, &nfds, 0);
+    if (r <= 0 || msg.type != PDK_MSG_RUN)
+        _exit(PDK_EXIT_PADDOCK_FAILED);
 
     int report[2];
     if (pipe2(report, O_CLOEXEC) < 0)

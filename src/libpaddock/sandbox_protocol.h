@@ -11,6 +11,7 @@ enum pdk_msg_type {
     /* supervisor -> init */
     PDK_MSG_MAPS = 2, /* id maps written: build what depends on nothing else */
     PDK_MSG_GO = 1,   /* everything prepared; fds: the bind sources (privileged mode) */
+    PDK_MSG_RUN = 3,  /* what starts the command is recorded: start it */
     /* init -> supervisor */
     PDK_MSG_ERROR = 10,       /* setup failed: text; init then exits */
     PDK_MSG_PLACEHOLDER = 11, /* text: absolute paths created as mount points, one a line */

@@ -15,6 +15,7 @@
 #include <sys/ioctl.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -555,6 +556,70 @@ static int remove_one(int dirfd, const char *name, int depth)
     return r;
 }
 
+/* True when the upper layer of the session directory dfd/name is as a new one's: empty,
+ * and without extended attributes but the uuid overlayfs gives it. */
+static bool upper_is_pristine(int dfd, const char *name)
+{
+    _cleanup_free_ char *path = xasprintf("%s/upper", name);
+    _cleanup_close_ int fd = openat(dfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0 || (st.st_mode & 07777) != 0755 || st.st_uid != getuid())
+        return false;
+    char names[256];
+    ssize_t n = flistxattr(fd, names, sizeof(names));
+    if (n < 0)
+        return false;
+    for (ssize_t at = 0; at < n; at += (ssize_t)strlen(names + at) + 1)
+        if (strcmp(names + at, "user.overlay.uuid") != 0 &&
+            strcmp(names + at, "trusted.overlay.uuid") != 0)
+            return false;
+    int dupfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    DIR *d = dupfd >= 0 ? fdopendir(dupfd) : NULL;
+    if (!d) {
+        if (dupfd >= 0)
+            close(dupfd);
+        return false;
+    }
+    bool empty = true;
+    struct dirent *de;
+    while (empty && (de = readdir(d)))
+        empty = strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0;
+    closedir(d);
+    return empty;
+}
+
+/* A retired session that changed nothing becomes a spare: its overlay work directory
+ * (with the volatile marker) goes, the rest stays. Cheaper than removing it and making a
+ * spare anew (directories cost most to make and to remove). 1 when one was recycled. */
+static int recycle_retired(int dfd, const char *slot)
+{
+    _cleanup_closedir_ DIR *d = NULL;
+    int dupfd = fcntl(dfd, F_DUPFD_CLOEXEC, 0);
+    if (dupfd < 0 || !(d = fdopendir(dupfd))) {
+        if (dupfd >= 0)
+            close(dupfd);
+        return 0;
+    }
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (!pdk_str_has_prefix(de->d_name, REMOVED_PREFIX) ||
+            pdk_str_has_prefix(de->d_name, REMOVED_PREFIX "spare."))
+            continue;
+        if (!upper_is_pristine(dfd, de->d_name))
+            continue;
+        _cleanup_close_ int work = pdk_open_beneath(dfd, de->d_name, O_RDONLY | O_DIRECTORY, 0);
+        if (work < 0)
+            continue;
+        _cleanup_close_ int w =
+            openat(work, "work", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        if (w < 0 || pdk_rm_rf_at(w, "work") < 0)
+            continue;
+        if (renameat2(dfd, de->d_name, dfd, slot, RENAME_NOREPLACE) == 0)
+            return 1;
+    }
+    return 0;
+}
+
 int pdk_session_spare_step(const char *state_dir)
 {
     _cleanup_free_ char *sessions = pdk_path_join(state_dir, "sessions");
@@ -571,6 +636,10 @@ int pdk_session_spare_step(const char *state_dir)
     }
     if (free_slot < 0)
         return 0;
+    char slot[32];
+    snprintf(slot, sizeof(slot), SPARE_PREFIX "%d", free_slot);
+    if (recycle_retired(dfd, slot) > 0)
+        return 1;
     /* Made under a name the collector removes, should this process die half-way. */
     char tmp[64], name[32];
     snprintf(tmp, sizeof(tmp), REMOVED_PREFIX "spare.%d", (int)getpid());
@@ -586,6 +655,18 @@ int pdk_session_spare_step(const char *state_dir)
         return 1;
     pdk_rm_rf_at(dfd, tmp);
     return made ? 0 : -1;
+}
+
+size_t pdk_session_retired_count(const char *state_dir)
+{
+    _cleanup_free_ char *sessions = pdk_path_join(state_dir, "sessions");
+    _cleanup_closedir_ DIR *d = opendir(sessions);
+    size_t n = 0;
+    struct dirent *de;
+    while (d && (de = readdir(d)))
+        if (pdk_str_has_prefix(de->d_name, REMOVED_PREFIX))
+            n++;
+    return n;
 }
 
 int pdk_session_collect_step(const char *state_dir)

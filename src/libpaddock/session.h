@@ -109,6 +109,8 @@ int pdk_session_spare_step(const char *state_dir);
  * 1 when one was removed (call again), 0 when none is left, -1 on an error. Small steps,
  * so that an event loop can interleave them with its other work. */
 int pdk_session_collect_step(const char *state_dir);
+/* How many retired sessions (or leftovers being removed) there are. */
+size_t pdk_session_retired_count(const char *state_dir);
 
 /* All sessions, sorted by creation time. Unreadable entries are skipped with a warning. */
 int pdk_session_list(const char *state_dir, pdk_session ***out, size_t *count, pdk_error *err);

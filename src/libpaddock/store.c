@@ -74,7 +74,9 @@ static const char schema[] =
     "  answered_ns INTEGER,"
     "  answered_by TEXT,"
     "  answer_reason TEXT,"
-    "  always INTEGER NOT NULL DEFAULT 0);";
+    "  always INTEGER NOT NULL DEFAULT 0);"
+    "CREATE TABLE IF NOT EXISTS spool (name TEXT PRIMARY KEY, offset INTEGER NOT NULL,"
+    "  last_hash TEXT NOT NULL);";
 
 /* The pid holding a POSIX lock on byte offset of path, or 0. SQLite's unix VFS takes
  * fcntl locks: in WAL mode the writer's lock is a byte of the -shm file. */

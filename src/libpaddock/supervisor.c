@@ -94,6 +94,7 @@ static void handle_message(pdk_supervisor *sup, const pdk_msg *msg, int *fds, si
         break;
     case PDK_MSG_GO:
     case PDK_MSG_MAPS:
+    case PDK_MSG_RUN:
     default:
         pdk_debug("unexpected message %u from the sandbox", msg->type);
         break;

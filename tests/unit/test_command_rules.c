@@ -163,6 +163,24 @@ static void test_shell_wrappers(void **state)
     v = judge(&r, "bash", "-c", "eval \"$X\"", NULL);
     assert_int_equal(v.decision, PDK_DECISION_DENY);
     pdk_command_rules_free(&r);
+
+    /* With no rule stricter than the default, what a script hides can only get the
+     * default: no ask. */
+    pdk_command_rules open = {.default_decision = PDK_DECISION_ALLOW};
+    v = judge(&open, "sh", "-c", "cd \"$0\" && exec \"$@\"", NULL);
+    assert_int_equal(v.decision, PDK_DECISION_ALLOW);
+    assert_true(v.unreducible);
+    rule(&open, PDK_DECISION_ALLOW, NULL, "make", NULL);
+    v = judge(&open, "sh", "-c", "$CMD", NULL);
+    assert_int_equal(v.decision, PDK_DECISION_ALLOW);
+    /* One stricter rule is enough for ask, even a confine. */
+    rule(&open, PDK_DECISION_CONFINE, NULL, "curl", NULL);
+    v = judge(&open, "sh", "-c", "$CMD", NULL);
+    assert_int_equal(v.decision, PDK_DECISION_ASK);
+    open.default_decision = PDK_DECISION_CONFINE;
+    v = judge(&open, "sh", "-c", "$CMD", NULL);
+    assert_int_equal(v.decision, PDK_DECISION_CONFINE);
+    pdk_command_rules_free(&open);
 }
 
 static void test_decision_names(void **state)

@@ -719,13 +719,15 @@ static void test_failing_examples(void **state)
                     "    - {argv: [ls], decision: allow}\n",
                     NAME ":5:7: commands.examples[0]: \"ls\" is decided confine by the default "
                          "(confine), not allow (fix the rule or the example)");
-    /* A script paddock cannot split falls to ask. */
+    /* A script paddock cannot split falls to ask (a rule is stricter than the default). */
     assert_one_diag("version: 1\n"
                     "commands:\n"
+                    "  rules: [{match: [rm], decision: deny}]\n"
                     "  examples:\n"
                     "    - {command: \"$CMD arg\", decision: allow}\n",
-                    NAME ":4:7: commands.examples[0]: \"$CMD arg\" is decided ask by the default "
-                         "(allow), not allow (fix the rule or the example)");
+                    NAME ":5:7: commands.examples[0]: \"$CMD arg\" is decided ask by the fallback "
+                         "for scripts paddock cannot split into commands, not allow (fix the rule "
+                         "or the example)");
 }
 
 static void test_command_errors(void **state)
