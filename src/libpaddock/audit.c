@@ -567,10 +567,8 @@ static void forget_progress(pdk_store *store, const char *name)
     sqlite3_finalize(st);
 }
 
-/* Check one spooled line against the chain; fills an item (data stolen by the caller).
- * false when the line is not a valid, linked event. */
-static bool parse_spooled(const char *line, const char *prev, pdk_audit_item *item,
-                          char hash_out[65], json_t **owner)
+bool pdk__audit_spool_parse_line(const char *line, const char *prev, pdk_audit_item *item,
+                                 char hash_out[65], json_t **owner)
 {
     json_error_t jerr;
     json_t *o = json_loads(line, 0, &jerr);
@@ -635,7 +633,7 @@ static int fold_file(pdk_store *store, int dirfd, const char *name, pdk_error *e
         pdk_audit_item item = {0};
         json_t *owner = NULL;
         char hash[65];
-        if (!parse_spooled(text + pos, prog.last_hash, &item, hash, &owner)) {
+        if (!pdk__audit_spool_parse_line(text + pos, prog.last_hash, &item, hash, &owner)) {
             damaged = true;
             break;
         }

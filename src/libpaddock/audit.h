@@ -85,6 +85,14 @@ int pdk_audit_spool_write(pdk_audit_spool *spool, const char *session, const cha
                           json_t *data, bool durable, pdk_error *err);
 void pdk_audit_spool_close(pdk_audit_spool *spool);
 
+/* One spooled line (NUL-terminated, without its newline) checked against prev, the hash of
+ * the line before (64 zeros for the first): on success item points into *owner (release it
+ * with json_decref; item->data is a reference of its own) and hash_out gets the line's
+ * hash. false when the line is not a well-formed event linked to prev. (For fold, tests
+ * and the fuzzer.) */
+bool pdk__audit_spool_parse_line(const char *line, const char *prev, pdk_audit_item *item,
+                                 char hash_out[65], json_t **owner);
+
 /* Fold what is spooled under state_dir into the store's log; spool files of finished
  * writers go once folded. Returns the number of events folded, or -1 with err. */
 int pdk_audit_fold(pdk_store *store, const char *state_dir, pdk_error *err);
