@@ -4,6 +4,7 @@
 #include "shell.h"
 
 #include <fnmatch.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,9 +32,100 @@ int pdk_decision_parse(const char *name, pdk_decision *out)
     return -1;
 }
 
+/* ---- the index ----
+ *
+ * A rule whose first token's alternatives are all literal basenames (no glob character, no
+ * "/") can match only a command whose argv[0] has one of those basenames: it is listed
+ * under each of them in a hash table. Every other rule (a glob or a path in the first
+ * token) is on the "always" list and tried for every command. */
+
+struct pdk_command_rule_index {
+    size_t nbuckets;
+    struct index_entry {
+        char *name;
+        size_t *rules;
+        size_t count;
+    } * buckets; /* open addressing, nbuckets a power of two */
+    size_t *always;
+    size_t always_count;
+};
+
+static bool is_literal(const char *s)
+{
+    return !strpbrk(s, "*?[\\/");
+}
+
+static uint64_t hash_name(const char *s)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+static struct index_entry *index_slot(pdk_command_rule_index *ix, const char *name)
+{
+    size_t mask = ix->nbuckets - 1;
+    for (size_t i = hash_name(name) & mask;; i = (i + 1) & mask)
+        if (!ix->buckets[i].name || strcmp(ix->buckets[i].name, name) == 0)
+            return &ix->buckets[i];
+}
+
+static void push_index(size_t **list, size_t *count, size_t rule)
+{
+    if (*count > 0 && (*list)[*count - 1] == rule)
+        return; /* the same name twice in one rule's alternatives */
+    *list = xrealloc(*list, (*count + 1) * sizeof(**list));
+    (*list)[(*count)++] = rule;
+}
+
+static void index_free(pdk_command_rule_index *ix)
+{
+    if (!ix)
+        return;
+    for (size_t i = 0; i < ix->nbuckets; i++) {
+        free(ix->buckets[i].name);
+        free(ix->buckets[i].rules);
+    }
+    free(ix->buckets);
+    free(ix->always);
+    free(ix);
+}
+
+static pdk_command_rule_index *index_build(const pdk_command_rules *rules)
+{
+    pdk_command_rule_index *ix = xcalloc(1, sizeof(*ix));
+    ix->nbuckets = 16;
+    while (ix->nbuckets < rules->count * 4)
+        ix->nbuckets *= 2;
+    ix->buckets = xcalloc(ix->nbuckets, sizeof(*ix->buckets));
+    for (size_t r = 0; r < rules->count; r++) {
+        const pdk_command_rule *rule = &rules->rules[r];
+        if (rule->token_count == 0)
+            continue;
+        char *const *alts = rule->tokens[0].alternatives;
+        bool literal = true;
+        for (size_t a = 0; alts[a] && literal; a++)
+            literal = is_literal(alts[a]);
+        if (!literal) {
+            push_index(&ix->always, &ix->always_count, r);
+            continue;
+        }
+        for (size_t a = 0; alts[a]; a++) {
+            struct index_entry *e = index_slot(ix, alts[a]);
+            if (!e->name)
+                e->name = xstrdup(alts[a]);
+            push_index(&e->rules, &e->count, r);
+        }
+    }
+    return ix;
+}
+
 void pdk_command_rules_add(pdk_command_rules *rules, char *const *const *tokens, size_t token_count,
                            pdk_decision decision, const char *reason)
 {
+    index_free(rules->index);
+    rules->index = NULL;
     rules->rules = xrealloc(rules->rules, (rules->count + 1) * sizeof(*rules->rules));
     pdk_command_rule *r = &rules->rules[rules->count++];
     r->tokens = xcalloc(token_count ? token_count : 1, sizeof(*r->tokens));
@@ -55,6 +147,8 @@ void pdk_command_rules_free(pdk_command_rules *rules)
     free(rules->rules);
     rules->rules = NULL;
     rules->count = 0;
+    index_free(rules->index);
+    rules->index = NULL;
 }
 
 static const char *basename_of(const char *path)
@@ -70,7 +164,8 @@ static bool token_matches(const pdk_pattern_token *token, const char *word, bool
         const char *subject = word;
         if (executable && !strchr(alt, '/'))
             subject = basename_of(word);
-        if (fnmatch(alt, subject, 0) == 0)
+        /* fnmatch() without a glob character is strcmp(), only slower */
+        if (strpbrk(alt, "*?[\\") ? fnmatch(alt, subject, 0) == 0 : strcmp(alt, subject) == 0)
             return true;
     }
     return false;
@@ -89,16 +184,29 @@ bool pdk_command_rule_matches(const pdk_command_rule *rule, char *const *argv)
     return true;
 }
 
+static void consider_rule(const pdk_command_rules *rules, size_t i, char *const *argv,
+                          ssize_t *best)
+{
+    if (!pdk_command_rule_matches(&rules->rules[i], argv))
+        return;
+    /* strictest first; of equals, the first in the file */
+    if (*best < 0 || rules->rules[i].decision > rules->rules[*best].decision ||
+        (rules->rules[i].decision == rules->rules[*best].decision && (ssize_t)i < *best))
+        *best = (ssize_t)i;
+}
+
 /* The strictest rule matching argv itself: its index, or -1. */
 static ssize_t strictest_rule(const pdk_command_rules *rules, char *const *argv)
 {
+    if (!rules->index)
+        ((pdk_command_rules *)rules)->index = index_build(rules); /* a cache, made once */
+    pdk_command_rule_index *ix = rules->index;
     ssize_t best = -1;
-    for (size_t i = 0; i < rules->count; i++) {
-        if (!pdk_command_rule_matches(&rules->rules[i], argv))
-            continue;
-        if (best < 0 || rules->rules[i].decision > rules->rules[best].decision)
-            best = (ssize_t)i;
-    }
+    struct index_entry *e = index_slot(ix, basename_of(argv[0]));
+    for (size_t i = 0; e->name && i < e->count; i++)
+        consider_rule(rules, e->rules[i], argv, &best);
+    for (size_t i = 0; i < ix->always_count; i++)
+        consider_rule(rules, ix->always[i], argv, &best);
     return best;
 }
 

@@ -44,10 +44,15 @@ typedef struct pdk_command_rule {
     char *reason; /* may be NULL */
 } pdk_command_rule;
 
+typedef struct pdk_command_rule_index pdk_command_rule_index;
+
 typedef struct pdk_command_rules {
     pdk_command_rule *rules;
     size_t count;
     pdk_decision default_decision;
+    /* Rules by the literal executable names of their first token, made at the first
+     * judgement after a change (so that 1,000 rules cost a lookup, not 1,000 globs). */
+    pdk_command_rule_index *index;
 } pdk_command_rules;
 
 typedef struct pdk_command_verdict {

@@ -195,6 +195,52 @@ static void test_decision_names(void **state)
                 PDK_DECISION_CONFINE > PDK_DECISION_ALLOW);
 }
 
+/* The index (rules by literal executable name) decides exactly as trying every rule does:
+ * a few hundred rules of every first-token shape, against commands of every shape. */
+static void test_index_agrees_with_every_rule(void **state)
+{
+    pdk_command_rules r = {.default_decision = PDK_DECISION_ALLOW};
+    static const char *const firsts[] = {"git",           "lark-cli", "git|hg",
+                                         "/usr/bin/curl", "cur*",     "*",
+                                         "make",          "[mn]ake",  "python3|/usr/bin/python3"};
+    static const char *const seconds[] = {"push", "*", "status|log", "+record-*", "-rf"};
+    size_t n = 0;
+    for (size_t f = 0; f < PDK_ARRAY_SIZE(firsts); f++)
+        for (size_t g = 0; g < PDK_ARRAY_SIZE(seconds); g++, n++)
+            rule(&r, (pdk_decision)(n % 4), NULL, firsts[f], seconds[g], NULL);
+    char *cmds[][4] = {
+        {"git", "push", NULL},
+        {"/usr/bin/git", "status", NULL},
+        {"hg", "log", NULL},
+        {"lark-cli", "+record-delete", NULL},
+        {"/usr/bin/curl", "-rf", NULL},
+        {"curl", "x", NULL},
+        {"/opt/curl", "push", NULL},
+        {"make", "-rf", NULL},
+        {"nake", "all", NULL},
+        {"/usr/bin/python3", "log", NULL},
+        {"python3", "push", NULL},
+        {"ls", NULL},
+    };
+    for (size_t c = 0; c < PDK_ARRAY_SIZE(cmds); c++) {
+        ssize_t naive = -1;
+        for (size_t i = 0; i < r.count; i++)
+            if (pdk_command_rule_matches(&r.rules[i], cmds[c]) &&
+                (naive < 0 || r.rules[i].decision > r.rules[naive].decision))
+                naive = (ssize_t)i;
+        pdk_command_verdict v;
+        pdk_command_rules_judge(&r, cmds[c], &v);
+        assert_int_equal(v.rule, naive);
+    }
+    /* Adding a rule drops the index: the new rule counts at once. */
+    rule(&r, PDK_DECISION_DENY, "added", "ls", NULL);
+    pdk_command_verdict v;
+    pdk_command_rules_judge(&r, (char *[]){"ls", NULL}, &v);
+    assert_int_equal(v.decision, PDK_DECISION_DENY);
+    assert_string_equal(v.reason, "added");
+    pdk_command_rules_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -204,6 +250,7 @@ int main(void)
         cmocka_unit_test(test_strictest_wins),
         cmocka_unit_test(test_shell_wrappers),
         cmocka_unit_test(test_decision_names),
+        cmocka_unit_test(test_index_agrees_with_every_rule),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
