@@ -610,6 +610,10 @@ int pdk_run(const pdk_run_options *opt, pdk_run_report *report, pdk_error *err)
     ret = 0;
     pdk_trace("session saved");
 out:
+    if (ret < 0) {
+        free(report->decided_by);
+        report->decided_by = NULL;
+    }
     if (ret < 0 && st.session_created && st.session) {
         pdk_error ignored = {0};
         pdk_session_remove(st.session, &ignored);
