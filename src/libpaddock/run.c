@@ -552,6 +552,8 @@ int pdk_run(const pdk_run_options *opt, pdk_run_report *report, pdk_error *err)
     /* When runs are too short for the idle steps, what they left goes now (while the
      * sandbox's init exits), up to a bound, until one retired session at most is left for
      * the next run's idle steps: retired sessions never pile up. */
+    if (opt->workspace_mode == PDK_WORKSPACE_OVERLAY && pdk_session_retired_count(st.state_dir) > 1)
+        (void)pdk_session_spare_step(st.state_dir); /* a recycle costs least */
     for (int step = 0;
          step < 256 && pdk_session_retired_count(st.state_dir) > 1 && collect_step(&st); step++)
         ;

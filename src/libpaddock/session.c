@@ -623,7 +623,8 @@ static int recycle_retired(int dfd, const char *slot)
 int pdk_session_spare_step(const char *state_dir)
 {
     _cleanup_free_ char *sessions = pdk_path_join(state_dir, "sessions");
-    _cleanup_close_ int dfd = open(sessions, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    /* Readable (not O_PATH): recycle_retired() lists it. */
+    _cleanup_close_ int dfd = open(sessions, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dfd < 0)
         return 0;
     int free_slot = -1;
