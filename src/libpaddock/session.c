@@ -109,6 +109,40 @@ static char **json_to_strv(json_t *a)
     return v;
 }
 
+#define SESSION_FILE_NEXT ".session.json.next"
+
+/* session.json, replaced atomically without freeing anything: the text goes over the old
+ * draft (SESSION_FILE_NEXT, pwrite then ftruncate, within the same block when it fits),
+ * which then trades places with session.json (RENAME_EXCHANGE), so that the old file is
+ * the next draft. A rename over session.json would free the old file, and its block: with
+ * ext4's online discard each freed block waits for the device. The caller holds the
+ * session's lock. */
+static int write_metadata(int dir_fd, const char *text, size_t len, bool durable)
+{
+    int fd = openat(dir_fd, SESSION_FILE_NEXT, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        return -1;
+    ssize_t w = pwrite(fd, text, len, 0);
+    if (w != (ssize_t)len || ftruncate(fd, (off_t)len) < 0 || (durable && fsync(fd) < 0)) {
+        int saved = w >= 0 && w != (ssize_t)len ? EIO : errno;
+        close(fd);
+        errno = saved;
+        return -1;
+    }
+    if (close(fd) < 0)
+        return -1;
+    if (renameat2(dir_fd, SESSION_FILE_NEXT, dir_fd, SESSION_FILE, RENAME_EXCHANGE) < 0) {
+        if (errno != ENOENT && errno != EINVAL)
+            return -1;
+        /* The first save, or a filesystem without exchange. */
+        if (renameat(dir_fd, SESSION_FILE_NEXT, dir_fd, SESSION_FILE) < 0)
+            return -1;
+    }
+    if (durable)
+        fsync(dir_fd);
+    return 0;
+}
+
 int pdk_session_save(const pdk_session *s, bool durable, pdk_error *err)
 {
     json_t *root = json_object();
@@ -140,7 +174,7 @@ int pdk_session_save(const pdk_session *s, bool durable, pdk_error *err)
     if (!text)
         return pdk_error_set(err, ENOMEM, "session %s: cannot encode metadata", s->id);
     size_t len = strlen(text);
-    int r = pdk_write_file_atomic(s->dir_fd, SESSION_FILE, text, len, 0600, durable);
+    int r = write_metadata(s->dir_fd, text, len, durable);
     int saved = errno;
     free(text);
     if (r < 0)
@@ -248,10 +282,12 @@ int pdk_session_lock(pdk_session *s, pdk_error *err)
                                  s->id, holder);
         return pdk_error_set(err, 0, "session %s is in use by another paddock", s->id);
     }
+    /* A fixed width, written over the last holder's: no truncation, so no block of the
+     * file is freed and made again (ext4 with online discard waits for the device at every
+     * freed block). */
     char pid[32];
-    int n = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
-    if (ftruncate(fd, 0) == 0)
-        (void)!pwrite(fd, pid, (size_t)n, 0);
+    int n = snprintf(pid, sizeof(pid), "%-10d\n", (int)getpid());
+    (void)!pwrite(fd, pid, (size_t)n, 0);
     s->lock_fd = steal_fd(&fd);
     return 0;
 }
