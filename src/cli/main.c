@@ -21,6 +21,9 @@ static const pdk_cli_command commands[] = {
     {"doctor", "check what this kernel offers and what paddock will do", pdk_cmd_doctor},
     {"policy", "check commands against a policy, lint a policy file", pdk_cmd_policy},
     {"audit", "the audit log: list, follow, verify, export", pdk_cmd_audit},
+    {"approvals", "the requests waiting for a human's decision", pdk_cmd_approvals},
+    {"approve", "let the command of an approval request run", pdk_cmd_approve},
+    {"deny", "refuse the command of an approval request", pdk_cmd_deny},
 };
 
 static void print_usage(FILE *out)

@@ -1,6 +1,7 @@
 /* run.c: see run.h. */
 #include "run.h"
 
+#include "approvals.h"
 #include "audit.h"
 #include "changes.h"
 #include "environ.h"
@@ -14,6 +15,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -444,6 +447,180 @@ static int refuse_denied(run_state *st, pdk_run_report *report, pdk_error *err)
     return 0;
 }
 
+/* ---- asking a human ---- */
+
+static volatile sig_atomic_t ask_interrupted;
+
+static void on_ask_signal(int sig)
+{
+    ask_interrupted = sig;
+}
+
+/* The terminal paddock runs on, when it has one (the command has not started: it is not
+ * using it), for the prompt; -1 when none. */
+static int open_prompt_tty(void)
+{
+    if (!isatty(STDIN_FILENO) || !isatty(STDERR_FILENO))
+        return -1;
+    return open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
+}
+
+static char *argv_line(char *const *argv)
+{
+    pdk_buf b = {0};
+    for (size_t i = 0; argv[i]; i++)
+        pdk_buf_printf(&b, "%s%s", i ? " " : "", argv[i]);
+    return b.data ? b.data : xstrdup("");
+}
+
+/* What the policy's ask means for this run: 1 approved, 0 denied (reported, recorded), -1
+ * with err when it could not be asked. */
+static int ask_human(run_state *st, pdk_run_report *report, pdk_error *err)
+{
+    _cleanup_free_ char *cwd = getcwd(NULL, 0);
+    _cleanup_free_ char *line = argv_line(st->opt->argv);
+    if (open_spool(st, err) < 0)
+        return -1;
+    pdk_store *store = NULL;
+    if (pdk_store_open(st->state_dir, true, &store, err) < 0)
+        return pdk_error_prefix(err, "cannot ask for approval");
+    int ret = -1;
+    pdk_approval a = {0};
+    /* Approved "always" for this session before: no need to ask again. */
+    if (st->session->named && pdk_approval_always(store, st->session->id, report->decided_by)) {
+        json_t *o = json_pack("{s:o, s:s, s:s}", "argv", argv_json(st->opt->argv), "rule",
+                              report->decided_by, "how", "always, answered before");
+        ret =
+            pdk_audit_spool_write(st->spool, st->session->id, "approval.answered", o, true, err) < 0
+                ? -1
+                : 1;
+        goto out;
+    }
+    a.session = xstrdup(st->session->id);
+    a.pid = getpid();
+    a.parents = pdk_approval_parents_of(getppid());
+    a.argv = argv_json(st->opt->argv);
+    a.cwd = xstrdup(cwd ? cwd : "");
+    a.rule = xstrdup(report->decided_by);
+    a.reason = xstrdup(st->verdict.reason);
+    if (pdk_approval_create(store, &a, err) < 0)
+        goto out;
+    json_t *asked = json_pack("{s:s, s:O, s:s, s:s, s:s, s:O}", "id", a.id, "argv", a.argv, "cwd",
+                              a.cwd, "rule", a.rule, "reason", a.reason, "parents", a.parents);
+    if (pdk_audit_spool_write(st->spool, a.session, "approval.asked", asked, true, err) < 0)
+        goto out;
+    int64_t timeout = st->policy->approval_timeout_seconds;
+    fprintf(stderr,
+            "paddock: approval %s: `%s` in %s needs a human (%s: %s); answer with paddock "
+            "approve %s, or paddock deny %s (waiting up to %llds)\n",
+            a.id, line, a.cwd, a.rule, a.reason, a.id, a.id, (long long)timeout);
+    int tty = open_prompt_tty();
+    if (tty >= 0)
+        dprintf(tty, "paddock: run `%s` in %s? [y]es, [n]o, [a]lways for this session: ", line,
+                a.cwd);
+    struct sigaction sa = {.sa_handler = on_ask_signal}, old_int, old_term;
+    sigemptyset(&sa.sa_mask);
+    ask_interrupted = 0;
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    uint64_t deadline = pdk_now_monotonic_ns() + (uint64_t)timeout * 1000000000ULL;
+    const char *how = NULL;
+    pdk_approval got = {0};
+    for (;;) {
+        if (pdk_approval_get(store, a.id, &got, err) < 0)
+            break;
+        if (got.state != PDK_APPROVAL_PENDING) {
+            how = "answered";
+            break;
+        }
+        pdk_approval_clear(&got);
+        if (ask_interrupted || pdk_now_monotonic_ns() >= deadline) {
+            int e = pdk_approval_expire(store, a.id, err);
+            if (e < 0)
+                break;
+            if (e == 0)
+                continue; /* an answer came in the meantime */
+            how = ask_interrupted ? "interrupted" : "timeout";
+            break;
+        }
+        struct pollfd pfd = {.fd = tty, .events = POLLIN};
+        int r = poll(&pfd, tty >= 0 ? 1 : 0, 200);
+        if (r > 0 && (pfd.revents & POLLIN)) {
+            char buf[64] = "";
+            ssize_t n = read(tty, buf, sizeof(buf) - 1);
+            char c = n > 0 ? buf[0] : 'n';
+            if (c == 'y' || c == 'Y' || c == 'a' || c == 'A' || c == 'n' || c == 'N') {
+                _cleanup_free_ char *by = xasprintf("the terminal of paddock pid %d (uid %d)",
+                                                    (int)getpid(), (int)getuid());
+                pdk_error ignored = {0};
+                (void)pdk_approval_answer(store, a.id, c != 'n' && c != 'N', c == 'a' || c == 'A',
+                                          NULL, by, &ignored);
+            } else {
+                dprintf(tty, "y, n or a: ");
+            }
+        } else if (r > 0 && (pfd.revents & (POLLHUP | POLLERR))) {
+            close(tty);
+            tty = -1;
+        }
+    }
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    if (tty >= 0) {
+        if (how && strcmp(how, "answered") != 0)
+            dprintf(tty, "\n");
+        close(tty);
+    }
+    if (!how) {
+        pdk_approval_clear(&got);
+        goto out;
+    }
+    bool approved;
+    json_t *o = json_pack("{s:s, s:s}", "id", a.id, "rule", a.rule);
+    if (strcmp(how, "answered") == 0) {
+        approved = got.state == PDK_APPROVAL_APPROVED;
+        json_object_set_new(o, "state", json_string(pdk_approval_state_name(got.state)));
+        json_object_set_new(o, "by", json_string(got.answered_by ? got.answered_by : ""));
+        json_object_set_new(o, "always", json_boolean(got.always));
+        json_object_set_new(o, "reason",
+                            got.answer_reason ? json_string(got.answer_reason) : json_null());
+        if (!approved)
+            snprintf(report->message, sizeof(report->message), "denied by %s%s%s (approval %s)",
+                     got.answered_by ? got.answered_by : "a human", got.answer_reason ? ": " : "",
+                     got.answer_reason ? got.answer_reason : "", a.id);
+    } else if (strcmp(how, "timeout") == 0) {
+        approved = st->policy->approval_on_timeout == PDK_DECISION_ALLOW;
+        json_object_set_new(o, "state", json_string("expired"));
+        json_object_set_new(o, "on_timeout", json_string(approved ? "allow" : "deny"));
+        if (!approved)
+            snprintf(report->message, sizeof(report->message),
+                     "no answer to approval %s in %llds: denied (approvals.on_timeout)", a.id,
+                     (long long)timeout);
+        else
+            fprintf(stderr,
+                    "paddock: no answer to approval %s in %llds: allowed "
+                    "(approvals.on_timeout)\n",
+                    a.id, (long long)timeout);
+    } else {
+        approved = false;
+        json_object_set_new(o, "state", json_string("expired"));
+        json_object_set_new(o, "interrupted", json_true());
+        snprintf(report->message, sizeof(report->message),
+                 "interrupted while waiting for approval %s: not run", a.id);
+    }
+    pdk_approval_clear(&got);
+    if (pdk_audit_spool_write(st->spool, a.session, "approval.answered", o, true, err) < 0)
+        goto out;
+    if (!approved) {
+        report->denied = true;
+        report->exit_status = PDK_EXIT_CANNOT_EXECUTE;
+    }
+    ret = approved ? 1 : 0;
+out:
+    pdk_approval_clear(&a);
+    pdk_store_close(store);
+    return ret;
+}
+
 /* After the run: the session's end. */
 static void record_end(run_state *st, const pdk_run_report *report)
 {
@@ -491,13 +668,7 @@ int pdk_run(const pdk_run_options *opt, pdk_run_report *report, pdk_error *err)
         ret = refuse_denied(&st, report, err);
         goto out;
     }
-    if (st.verdict.decision == PDK_DECISION_ASK) {
-        pdk_error_set(err, 0,
-                      "the policy asks a human before this command runs (%s), and this paddock "
-                      "cannot ask yet; change the rule to allow or confine",
-                      report->decided_by);
-        goto out;
-    }
+
     if (st.verdict.decision == PDK_DECISION_CONFINE) {
         if (opt->session_name) {
             pdk_error_set(err, 0,
@@ -539,6 +710,15 @@ int pdk_run(const pdk_run_options *opt, pdk_run_report *report, pdk_error *err)
                                 &st.session, err) < 0)
             goto out;
         st.session_new = true;
+    }
+    if (st.verdict.decision == PDK_DECISION_ASK) {
+        int a = ask_human(&st, report, err);
+        if (a < 0)
+            goto out;
+        if (a == 0) {
+            ret = 0; /* denied: recorded, reported, nothing ran */
+            goto out;
+        }
     }
     if (build_config(&st, err) < 0)
         goto out;

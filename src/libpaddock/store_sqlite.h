@@ -16,6 +16,7 @@
     X(int, bind_null, (sqlite3_stmt *, int))                                                       \
     X(int, bind_text, (sqlite3_stmt *, int, const char *, int, void (*)(void *)))                  \
     X(int, busy_timeout, (sqlite3 *, int))                                                         \
+    X(int, changes, (sqlite3 *))                                                                   \
     X(int, close, (sqlite3 *))                                                                     \
     X(int, column_int, (sqlite3_stmt *, int))                                                      \
     X(sqlite3_int64, column_int64, (sqlite3_stmt *, int))                                          \
@@ -44,6 +45,7 @@ extern pdk__sqlite_api pdk__sqlite;
 #define sqlite3_bind_null             pdk__sqlite.bind_null
 #define sqlite3_bind_text             pdk__sqlite.bind_text
 #define sqlite3_busy_timeout          pdk__sqlite.busy_timeout
+#define sqlite3_changes               pdk__sqlite.changes
 #define sqlite3_close                 pdk__sqlite.close
 #define sqlite3_column_int            pdk__sqlite.column_int
 #define sqlite3_column_int64          pdk__sqlite.column_int64

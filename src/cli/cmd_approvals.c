@@ -1,0 +1,239 @@
+/* cmd_approvals.c: paddock approvals [--watch] [--all] [--json], paddock approve ID
+ * [--always], paddock deny ID [--reason TEXT] */
+#include "cli.h"
+
+#include "../libpaddock/approvals.h"
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char approvals_usage[] =
+    "usage: paddock approvals [--watch] [--all] [--json]\n"
+    "\n"
+    "The requests waiting for a human: id, since when, who asked (session, pid and its\n"
+    "parents), what (argv, cwd) and which rule. Answer with paddock approve ID or paddock\n"
+    "deny ID.\n"
+    "\n"
+    "  --watch     keep printing new requests as they come (until interrupted)\n"
+    "  --all       the answered and expired ones too\n"
+    "  --json      one JSON object a line\n"
+    "  -h, --help  show this help\n";
+
+static const char approve_usage[] = "usage: paddock approve ID [--always] [--json]\n"
+                                    "\n"
+                                    "Let the command of approval request ID run.\n"
+                                    "\n"
+                                    "  --always    and the same rule's commands for the rest of "
+                                    "that session\n"
+                                    "  --json      print {\"id\": ..., \"state\": ...}\n"
+                                    "  -h, --help  show this help\n";
+
+static const char deny_usage[] = "usage: paddock deny ID [--reason TEXT] [--json]\n"
+                                 "\n"
+                                 "Refuse the command of approval request ID; the asker gets the "
+                                 "reason.\n"
+                                 "\n"
+                                 "  --reason TEXT  why (shown to the asker, and in the audit log)\n"
+                                 "  --json         print {\"id\": ..., \"state\": ...}\n"
+                                 "  -h, --help     show this help\n";
+
+static int open_store(pdk_store **store)
+{
+    pdk_error err = {0};
+    _cleanup_free_ char *state = NULL;
+    if (pdk_cli_state_dir(true, &state, &err) < 0 || pdk_store_open(state, true, store, &err) < 0)
+        return pdk_cli_fail(&err, PDK_EXIT_FAILED);
+    return PDK_EXIT_OK;
+}
+
+typedef struct list_state {
+    bool json;
+    int64_t last_created;
+    char last_id[17];
+    size_t shown;
+} list_state;
+
+static int print_request(const pdk_approval *a, void *arg)
+{
+    list_state *ls = arg;
+    if (a->created_ns < ls->last_created ||
+        (a->created_ns == ls->last_created && strcmp(a->id, ls->last_id) <= 0))
+        return 0; /* shown already (--watch) */
+    ls->last_created = a->created_ns;
+    snprintf(ls->last_id, sizeof(ls->last_id), "%s", a->id);
+    ls->shown++;
+    if (ls->json) {
+        json_t *o = pdk_approval_json(a);
+        char *line = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+        printf("%s\n", line ? line : "{}");
+        free(line);
+        json_decref(o);
+    } else {
+        time_t secs = (time_t)(a->created_ns / 1000000000);
+        struct tm tm;
+        localtime_r(&secs, &tm);
+        char when[32];
+        strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
+        char *argv = json_dumps(a->argv, JSON_COMPACT);
+        pdk_buf chain = {0};
+        size_t i;
+        json_t *p;
+        json_array_foreach(a->parents, i, p)
+        {
+            pdk_buf_printf(&chain, "%s%s[%" JSON_INTEGER_FORMAT "]", i ? " < " : "",
+                           json_string_value(json_object_get(p, "comm")),
+                           json_integer_value(json_object_get(p, "pid")));
+        }
+        printf("%s  %s  %s\n  what:  %s in %s\n  who:   session %s, pid %d%s%s\n  rule:  %s: "
+               "%s\n",
+               a->id, when, pdk_approval_state_name(a->state), argv ? argv : "[]",
+               a->cwd ? a->cwd : "?", a->session ? a->session : "-", (int)a->pid,
+               chain.data ? ", under " : "", chain.data ? chain.data : "", a->rule ? a->rule : "?",
+               a->reason ? a->reason : "");
+        if (a->state != PDK_APPROVAL_PENDING && a->answered_by)
+            printf("  by:    %s%s%s\n", a->answered_by, a->answer_reason ? ": " : "",
+                   a->answer_reason ? a->answer_reason : "");
+        free(argv);
+        pdk_buf_free(&chain);
+    }
+    fflush(stdout);
+    return 0;
+}
+
+int pdk_cmd_approvals(int argc, char **argv)
+{
+    static const struct option options[] = {{"watch", no_argument, NULL, 'w'},
+                                            {"all", no_argument, NULL, 'a'},
+                                            {"json", no_argument, NULL, 'j'},
+                                            {"help", no_argument, NULL, 'h'},
+                                            {NULL, 0, NULL, 0}};
+    list_state ls = {0};
+    bool watch = false, all = false;
+    opterr = 0;
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+        switch (c) {
+        case 'w':
+            watch = true;
+            break;
+        case 'a':
+            all = true;
+            break;
+        case 'j':
+            ls.json = true;
+            break;
+        case 'h':
+            fputs(approvals_usage, stdout);
+            return PDK_EXIT_OK;
+        default:
+            return pdk_cli_bad_option(argv[0], optopt, argv, optind);
+        }
+    }
+    if (optind < argc)
+        return pdk_cli_usage_error("approvals", "unexpected argument '%s'", argv[optind]);
+    pdk_store *store = NULL;
+    int r = open_store(&store);
+    if (r != PDK_EXIT_OK)
+        return r;
+    pdk_error err = {0};
+    for (;;) {
+        if (pdk_approval_each(store, !all, print_request, &ls, &err) < 0) {
+            pdk_store_close(store);
+            return pdk_cli_fail(&err, PDK_EXIT_FAILED);
+        }
+        if (!watch)
+            break;
+        struct timespec pause = {0, 200 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+    }
+    if (!ls.json && ls.shown == 0)
+        printf("no approval request is waiting\n");
+    pdk_store_close(store);
+    return PDK_EXIT_OK;
+}
+
+/* "uid 1000 (alice) via paddock approve" */
+static char *who(const char *via)
+{
+    struct passwd *pw = getpwuid(getuid());
+    return xasprintf("uid %d%s%s%s via %s", (int)getuid(), pw ? " (" : "", pw ? pw->pw_name : "",
+                     pw ? ")" : "", via);
+}
+
+static int answer(int argc, char **argv, bool approve)
+{
+    static const struct option options[] = {{"always", no_argument, NULL, 'a'},
+                                            {"reason", required_argument, NULL, 'r'},
+                                            {"json", no_argument, NULL, 'j'},
+                                            {"help", no_argument, NULL, 'h'},
+                                            {NULL, 0, NULL, 0}};
+    const char *cmd = approve ? "approve" : "deny";
+    bool always = false, json = false;
+    const char *reason = NULL;
+    opterr = 0;
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+        switch (c) {
+        case 'a':
+            if (!approve)
+                return pdk_cli_usage_error(cmd, "--always is for paddock approve");
+            always = true;
+            break;
+        case 'r':
+            if (approve)
+                return pdk_cli_usage_error(cmd, "--reason is for paddock deny");
+            reason = optarg;
+            break;
+        case 'j':
+            json = true;
+            break;
+        case 'h':
+            fputs(approve ? approve_usage : deny_usage, stdout);
+            return PDK_EXIT_OK;
+        default:
+            return pdk_cli_bad_option(argv[0], optopt, argv, optind);
+        }
+    }
+    if (optind >= argc)
+        return pdk_cli_usage_error(cmd, "no approval request given (see paddock approvals)");
+    if (optind + 1 < argc)
+        return pdk_cli_usage_error(cmd, "one request at a time ('%s' is one too many)",
+                                   argv[optind + 1]);
+    const char *id = argv[optind];
+    pdk_store *store = NULL;
+    int r = open_store(&store);
+    if (r != PDK_EXIT_OK)
+        return r;
+    pdk_error err = {0};
+    _cleanup_free_ char *by = who(approve ? "paddock approve" : "paddock deny");
+    if (pdk_approval_answer(store, id, approve, always, reason, by, &err) < 0) {
+        pdk_store_close(store);
+        return pdk_cli_fail(&err, PDK_EXIT_FAILED);
+    }
+    pdk_store_close(store);
+    const char *state = approve ? "approved" : "denied";
+    if (json)
+        pdk_cli_print_json(
+            json_pack("{s:s, s:s, s:b}", "id", id, "state", state, "always", always));
+    else
+        printf("%s %s%s\n", state, id, always ? " (always, for the rest of that session)" : "");
+    return PDK_EXIT_OK;
+}
+
+int pdk_cmd_approve(int argc, char **argv)
+{
+    return answer(argc, argv, true);
+}
+
+int pdk_cmd_deny(int argc, char **argv)
+{
+    return answer(argc, argv, false);
+}

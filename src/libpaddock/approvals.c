@@ -1,0 +1,308 @@
+/* approvals.c: see approvals.h. */
+#include "approvals.h"
+
+#include "store_sqlite.h"
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *const state_names[] = {"pending", "approved", "denied", "expired"};
+
+const char *pdk_approval_state_name(pdk_approval_state state)
+{
+    return (unsigned)state < PDK_ARRAY_SIZE(state_names) ? state_names[state] : "?";
+}
+
+static pdk_approval_state parse_state(const char *s)
+{
+    for (size_t i = 0; s && i < PDK_ARRAY_SIZE(state_names); i++)
+        if (strcmp(s, state_names[i]) == 0)
+            return (pdk_approval_state)i;
+    return PDK_APPROVAL_EXPIRED;
+}
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+void pdk_approval_clear(pdk_approval *a)
+{
+    free(a->session);
+    json_decref(a->parents);
+    json_decref(a->argv);
+    free(a->cwd);
+    free(a->rule);
+    free(a->reason);
+    free(a->answered_by);
+    free(a->answer_reason);
+    memset(a, 0, sizeof(*a));
+}
+
+static json_t *str_or_null(const char *s)
+{
+    return s ? json_string(s) : json_null();
+}
+
+json_t *pdk_approval_json(const pdk_approval *a)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "id", json_string(a->id));
+    json_object_set_new(o, "session", str_or_null(a->session));
+    json_object_set_new(o, "pid", json_integer(a->pid));
+    json_object_set_new(o, "parents", a->parents ? json_incref(a->parents) : json_array());
+    json_object_set_new(o, "argv", a->argv ? json_incref(a->argv) : json_array());
+    json_object_set_new(o, "cwd", str_or_null(a->cwd));
+    json_object_set_new(o, "rule", str_or_null(a->rule));
+    json_object_set_new(o, "reason", str_or_null(a->reason));
+    json_object_set_new(o, "created_ns", json_integer(a->created_ns));
+    json_object_set_new(o, "state", json_string(pdk_approval_state_name(a->state)));
+    json_object_set_new(o, "answered_ns",
+                        a->answered_ns ? json_integer(a->answered_ns) : json_null());
+    json_object_set_new(o, "answered_by", str_or_null(a->answered_by));
+    json_object_set_new(o, "answer_reason", str_or_null(a->answer_reason));
+    json_object_set_new(o, "always", json_boolean(a->always));
+    return o;
+}
+
+json_t *pdk_approval_parents_of(pid_t pid)
+{
+    json_t *chain = json_array();
+    for (int depth = 0; depth < 16 && pid > 1; depth++) {
+        char path[64], buf[512];
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            break;
+        ssize_t n = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        if (n <= 0)
+            break;
+        buf[n] = '\0';
+        /* pid (comm) state ppid ...: comm may hold spaces and parentheses */
+        char *open_paren = strchr(buf, '('), *close_paren = strrchr(buf, ')');
+        if (!open_paren || !close_paren || close_paren < open_paren)
+            break;
+        *close_paren = '\0';
+        int ppid = 0;
+        if (sscanf(close_paren + 2, "%*c %d", &ppid) != 1)
+            break;
+        json_array_append_new(chain,
+                              json_pack("{s:i, s:s}", "pid", (int)pid, "comm", open_paren + 1));
+        pid = ppid;
+    }
+    return chain;
+}
+
+static void new_id(char out[17])
+{
+    unsigned char r[8] = {0};
+    if (getrandom(r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r)) {
+        int64_t t = now_ns();
+        memcpy(r, &t, sizeof(r));
+    }
+    static const char hex[] = "0123456789abcdef";
+    for (size_t i = 0; i < 8; i++) {
+        out[2 * i] = hex[r[i] >> 4];
+        out[2 * i + 1] = hex[r[i] & 15];
+    }
+    out[16] = '\0';
+}
+
+static void bind_str(sqlite3_stmt *st, int i, const char *s)
+{
+    if (s)
+        sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT);
+    else
+        sqlite3_bind_null(st, i);
+}
+
+static void bind_json(sqlite3_stmt *st, int i, json_t *v)
+{
+    char *t = json_dumps(v ? v : json_array(), JSON_COMPACT);
+    sqlite3_bind_text(st, i, t ? t : "[]", -1, SQLITE_TRANSIENT);
+    free(t);
+}
+
+int pdk_approval_create(pdk_store *store, pdk_approval *a, pdk_error *err)
+{
+    new_id(a->id);
+    a->created_ns = now_ns();
+    a->state = PDK_APPROVAL_PENDING;
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(pdk_store_db(store),
+                           "INSERT INTO approvals (id, session, pid, parents, argv, cwd, rule, "
+                           "reason, created_ns, state) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, "
+                           "'pending')",
+                           -1, &st, NULL) != SQLITE_OK)
+        return pdk_store_error(store, err, "recording the approval request");
+    sqlite3_bind_text(st, 1, a->id, -1, SQLITE_TRANSIENT);
+    bind_str(st, 2, a->session);
+    sqlite3_bind_int64(st, 3, a->pid);
+    bind_json(st, 4, a->parents);
+    bind_json(st, 5, a->argv);
+    bind_str(st, 6, a->cwd);
+    bind_str(st, 7, a->rule);
+    bind_str(st, 8, a->reason);
+    sqlite3_bind_int64(st, 9, a->created_ns);
+    int r = sqlite3_step(st);
+    sqlite3_finalize(st);
+    if (r != SQLITE_DONE)
+        return pdk_store_error(store, err, "recording the approval request");
+    return 0;
+}
+
+static const char select_columns[] =
+    "SELECT id, session, pid, parents, argv, cwd, rule, reason, created_ns, state, "
+    "answered_ns, answered_by, answer_reason, always FROM approvals";
+
+static char *col_dup(sqlite3_stmt *st, int i)
+{
+    const unsigned char *t = sqlite3_column_text(st, i);
+    return t ? xstrdup((const char *)t) : NULL;
+}
+
+static json_t *col_json(sqlite3_stmt *st, int i)
+{
+    const unsigned char *t = sqlite3_column_text(st, i);
+    json_error_t jerr;
+    json_t *v = t ? json_loads((const char *)t, 0, &jerr) : NULL;
+    return v ? v : json_array();
+}
+
+static void read_row(sqlite3_stmt *st, pdk_approval *a)
+{
+    memset(a, 0, sizeof(*a));
+    const unsigned char *id = sqlite3_column_text(st, 0);
+    snprintf(a->id, sizeof(a->id), "%s", id ? (const char *)id : "");
+    a->session = col_dup(st, 1);
+    a->pid = (pid_t)sqlite3_column_int64(st, 2);
+    a->parents = col_json(st, 3);
+    a->argv = col_json(st, 4);
+    a->cwd = col_dup(st, 5);
+    a->rule = col_dup(st, 6);
+    a->reason = col_dup(st, 7);
+    a->created_ns = sqlite3_column_int64(st, 8);
+    const unsigned char *state = sqlite3_column_text(st, 9);
+    a->state = parse_state((const char *)state);
+    a->answered_ns = sqlite3_column_int64(st, 10);
+    a->answered_by = col_dup(st, 11);
+    a->answer_reason = col_dup(st, 12);
+    a->always = sqlite3_column_int(st, 13) != 0;
+}
+
+int pdk_approval_get(pdk_store *store, const char *id, pdk_approval *out, pdk_error *err)
+{
+    memset(out, 0, sizeof(*out));
+    sqlite3_stmt *st = NULL;
+    _cleanup_free_ char *sql = xasprintf("%s WHERE id = ?", select_columns);
+    if (sqlite3_prepare_v2(pdk_store_db(store), sql, -1, &st, NULL) != SQLITE_OK)
+        return pdk_store_error(store, err, "reading the approval requests");
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
+    int r = sqlite3_step(st);
+    if (r == SQLITE_ROW)
+        read_row(st, out);
+    sqlite3_finalize(st);
+    if (r == SQLITE_ROW)
+        return 0;
+    if (r == SQLITE_DONE)
+        return pdk_error_set(err, 0, "no approval request %s (see paddock approvals)", id);
+    return pdk_store_error(store, err, "reading the approval requests");
+}
+
+int pdk_approval_answer(pdk_store *store, const char *id, bool approve, bool always,
+                        const char *reason, const char *by, pdk_error *err)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(pdk_store_db(store),
+                           "UPDATE approvals SET state = ?, answered_ns = ?, answered_by = ?, "
+                           "answer_reason = ?, always = ? WHERE id = ? AND state = 'pending'",
+                           -1, &st, NULL) != SQLITE_OK)
+        return pdk_store_error(store, err, "answering the approval request");
+    sqlite3_bind_text(st, 1, approve ? "approved" : "denied", -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, now_ns());
+    bind_str(st, 3, by);
+    bind_str(st, 4, reason);
+    sqlite3_bind_int64(st, 5, approve && always ? 1 : 0);
+    sqlite3_bind_text(st, 6, id, -1, SQLITE_TRANSIENT);
+    int r = sqlite3_step(st);
+    sqlite3_finalize(st);
+    if (r != SQLITE_DONE)
+        return pdk_store_error(store, err, "answering the approval request");
+    if (sqlite3_changes(pdk_store_db(store)) == 1)
+        return 0;
+    pdk_approval a;
+    if (pdk_approval_get(store, id, &a, err) < 0)
+        return -1;
+    pdk_error_set(err, 0, "approval request %s was %s already%s%s", id,
+                  pdk_approval_state_name(a.state), a.answered_by ? " by " : "",
+                  a.answered_by ? a.answered_by : "");
+    pdk_approval_clear(&a);
+    return -1;
+}
+
+int pdk_approval_expire(pdk_store *store, const char *id, pdk_error *err)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(pdk_store_db(store),
+                           "UPDATE approvals SET state = 'expired', answered_ns = ? WHERE id = ? "
+                           "AND state = 'pending'",
+                           -1, &st, NULL) != SQLITE_OK)
+        return pdk_store_error(store, err, "expiring the approval request");
+    sqlite3_bind_int64(st, 1, now_ns());
+    sqlite3_bind_text(st, 2, id, -1, SQLITE_TRANSIENT);
+    int r = sqlite3_step(st);
+    sqlite3_finalize(st);
+    if (r != SQLITE_DONE)
+        return pdk_store_error(store, err, "expiring the approval request");
+    return sqlite3_changes(pdk_store_db(store)) == 1 ? 1 : 0;
+}
+
+int pdk_approval_each(pdk_store *store, bool pending_only,
+                      int (*fn)(const pdk_approval *approval, void *arg), void *arg, pdk_error *err)
+{
+    sqlite3_stmt *st = NULL;
+    _cleanup_free_ char *sql = xasprintf("%s%s ORDER BY created_ns, id", select_columns,
+                                         pending_only ? " WHERE state = 'pending'" : "");
+    if (sqlite3_prepare_v2(pdk_store_db(store), sql, -1, &st, NULL) != SQLITE_OK)
+        return pdk_store_error(store, err, "reading the approval requests");
+    int r, ret = 0;
+    while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+        pdk_approval a;
+        read_row(st, &a);
+        ret = fn(&a, arg);
+        pdk_approval_clear(&a);
+        if (ret != 0)
+            break;
+    }
+    sqlite3_finalize(st);
+    if (r != SQLITE_ROW && r != SQLITE_DONE)
+        return pdk_store_error(store, err, "reading the approval requests");
+    return ret;
+}
+
+bool pdk_approval_always(pdk_store *store, const char *session, const char *rule)
+{
+    if (!session || !rule)
+        return false;
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(pdk_store_db(store),
+                           "SELECT 1 FROM approvals WHERE session = ? AND rule = ? AND state = "
+                           "'approved' AND always = 1 LIMIT 1",
+                           -1, &st, NULL) != SQLITE_OK)
+        return false;
+    sqlite3_bind_text(st, 1, session, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 2, rule, -1, SQLITE_TRANSIENT);
+    bool found = sqlite3_step(st) == SQLITE_ROW;
+    sqlite3_finalize(st);
+    return found;
+}
