@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# t_audit: the command rules on the command of `paddock run` (allow, confine, deny, ask) and
-# the audit log they write: every case shows up in `paddock audit` with its decision and
+# t_audit: the command rules on the command of `paddock run` (allow, confine, deny; ask is in
+# t_approvals) and the audit log they write: every case shows up in `paddock audit` with its decision and
 # rule; `paddock audit verify` passes on the untouched log and names the row after editing,
 # deleting or swapping rows with the sqlite3 CLI, or truncating the log; a spool file
 # edited before it is folded is set aside, not folded.
@@ -21,9 +21,6 @@ commands:
       reason: "throwaway writes"
     - match: [python3]
       decision: confine
-    - match: [git, push]
-      decision: ask
-      reason: "pushing publishes code"
 EOF
 echo base >"$WS/base.txt"
 
@@ -62,10 +59,6 @@ expect_eq "... where an allowed one has loopback" "connected" "$OUT"
 wrun --policy "$T/p.yaml" --session keep -- touch x
 expect_eq "a confined command with --session is refused (exit 125)" 125 "$RC"
 expect_match "... saying why" "thrown away, so --session keep cannot keep it" "$ERR"
-
-wrun --policy "$T/p.yaml" -- git push origin main
-expect_eq "an asked command does not run without an answer (exit 125)" 125 "$RC"
-expect_match "... naming the rule" "asks a human .*rule 4" "$ERR"
 
 pdk audit --json
 expect_eq "paddock audit exits 0" 0 "$RC"
