@@ -58,6 +58,10 @@ int pdk_cli_fail(const pdk_error *err, int code);
 /* The state dir per the contract, created (0700) when create is true. */
 int pdk_cli_state_dir(bool create, char **out, pdk_error *err);
 
+/* Record an event of the audit log (through this process's spool, fdatasync'ed) before the
+ * action it describes; data is stolen. 0, or -1 with err: the caller does not go on. */
+int pdk_cli_audit(const char *session, const char *kind, json_t *data, pdk_error *err);
+
 /* Print a JSON value on stdout followed by a newline; frees it. */
 void pdk_cli_print_json(json_t *value);
 

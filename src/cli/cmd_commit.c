@@ -123,8 +123,34 @@ int pdk_cmd_commit(int argc, char **argv)
         .allow_protected = include_protected,
         .dry_run = dry_run,
     };
+    if (!dry_run) {
+        json_t *paths_json = json_array();
+        for (size_t i = 0; paths && paths[i]; i++)
+            json_array_append_new(paths_json, json_string(paths[i]));
+        if (pdk_cli_audit(session->id, "workspace.commit",
+                          json_pack("{s:s, s:o, s:b}", "workspace", session->workspace, "paths",
+                                    paths_json, "include_protected", include_protected),
+                          &err) < 0)
+            return pdk_cli_fail(&err, PDK_EXIT_FAILED);
+    }
     pdk_commit_result res;
     bool ok = pdk_commit_apply(&req, &res, &err) == 0;
+    if (!dry_run) {
+        json_t *applied = json_array(), *refused = json_array();
+        for (size_t i = 0; i < res.applied_count; i++)
+            json_array_append_new(applied,
+                                  json_pack("{s:s, s:s}", "path", res.applied[i].path, "status",
+                                            pdk_change_status_name(res.applied[i].status)));
+        for (size_t i = 0; i < res.refused_count; i++)
+            json_array_append_new(refused, json_pack("{s:s, s:s}", "path", res.refused[i].path,
+                                                     "reason", res.refused[i].reason));
+        pdk_error audit_err = {0};
+        if (pdk_cli_audit(
+                session->id, "workspace.committed",
+                json_pack("{s:b, s:o, s:o}", "ok", ok, "applied", applied, "refused", refused),
+                &audit_err) < 0)
+            pdk_cli_fail(&audit_err, PDK_EXIT_FAILED);
+    }
 
     /* Record what was written, even when the commit stopped half-way. */
     int ret = ok ? PDK_EXIT_OK : PDK_EXIT_FAILED;

@@ -76,6 +76,18 @@ int pdk_cmd_diff(int argc, char **argv)
         pdk_error_prefix(&err, "session %s", session->id);
         return pdk_cli_fail(&err, PDK_EXIT_FAILED);
     }
+    json_t *summary = json_array();
+    for (size_t i = 0; i < changes.count; i++)
+        json_array_append_new(summary,
+                              json_pack("{s:s, s:s}", "path", changes.items[i].path, "status",
+                                        pdk_change_status_name(changes.items[i].status)));
+    if (pdk_cli_audit(
+            session->id, "workspace.diff",
+            json_pack("{s:I, s:o}", "changes", (json_int_t)changes.count, "summary", summary),
+            &err) < 0) {
+        pdk_change_list_free(&changes);
+        return pdk_cli_fail(&err, PDK_EXIT_FAILED);
+    }
     pdk_diffrender_options opts = {.context = -1, .paths = paths};
     int ret = PDK_EXIT_OK;
     if (json) {

@@ -32,6 +32,9 @@ int pdk_cmd_discard(int argc, char **argv)
     for (int i = optind; i < argc; i++) {
         pdk_session *s = NULL;
         if (pdk_session_open(state, argv[i], &s, &err) < 0 || pdk_session_lock(s, &err) < 0 ||
+            pdk_cli_audit(s->id, "workspace.discard",
+                          json_pack("{s:s, s:i}", "workspace", s->workspace, "runs", s->runs),
+                          &err) < 0 ||
             pdk_session_remove(s, &err) < 0) {
             fprintf(stderr, "paddock: %s\n", err.message);
             status = PDK_EXIT_FAILED;

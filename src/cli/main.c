@@ -1,6 +1,7 @@
 /* main.c: dispatch to subcommands. Nothing else lives here. */
 #include "cli.h"
 
+#include "../libpaddock/audit.h"
 #include "../libpaddock/log.h"
 #include "../libpaddock/session.h"
 #include "../libpaddock/statedir.h"
@@ -37,6 +38,21 @@ static void print_usage(FILE *out)
                  "  -h, --help     show this help\n"
                  "  --version      print the version\n"
                  "\n'paddock COMMAND --help' describes a command; man paddock has it all.\n");
+}
+
+int pdk_cli_audit(const char *session, const char *kind, json_t *data, pdk_error *err)
+{
+    _cleanup_free_ char *state = NULL;
+    pdk_audit_spool *spool = NULL;
+    if (pdk_cli_state_dir(true, &state, err) < 0 || pdk_audit_spool_open(state, &spool, err) < 0) {
+        json_decref(data);
+        return -1;
+    }
+    int r = pdk_audit_spool_write(spool, session, kind, data, true, err);
+    pdk_audit_spool_close(spool);
+    if (r < 0)
+        return pdk_error_prefix(err, "cannot record %s in the audit log, so it is not done", kind);
+    return 0;
 }
 
 int pdk_cli_parse_json_help(int argc, char **argv, const char *usage, bool *json)

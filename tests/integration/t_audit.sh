@@ -133,3 +133,22 @@ expect_no_match "... and none of its events enters the log" '"evil"' "$OUT"
 expect_eq "... and the file is set aside" 1 "$(ls "$STATE/audit-spool" | grep -c '\.damaged$')"
 pdk audit verify
 expect_eq "the log itself stays intact" 0 "$RC"
+
+# Reviews are recorded too: diff, commit (before and after), discard.
+pdk diff "$allowed_session"
+pdk commit "$allowed_session"
+expect_eq "commit of the allowed session works" "0 kept" "$RC $(cat "$WS/kept.txt")"
+wrun --session todiscard -- sh -c 'echo y > y.txt'
+pdk discard todiscard
+pdk audit --json --session "$allowed_session"
+expect_eq "the review of a session is in its events" \
+    "session.start session.end workspace.diff workspace.commit workspace.committed" \
+    "$(printf '%s\n' "$OUT" | "$PYTHON" -c '
+import json, sys; print(" ".join(json.loads(l)["kind"] for l in sys.stdin if l.strip()))')"
+expect_eq "the commit lists what it applied" '[{"path": "kept.txt", "status": "added"}]' \
+    "$(printf '%s\n' "$OUT" | tail -n 1 | "$PYTHON" -c '
+import json, sys; print(json.dumps(json.loads(sys.stdin.read())["data"]["applied"]))')"
+pdk audit --json --session todiscard
+expect_match "a discard is recorded before the session goes" '"kind":"workspace.discard"' "$OUT"
+pdk audit verify
+expect_eq "the log verifies after all of it" 0 "$RC"
