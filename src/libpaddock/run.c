@@ -3,6 +3,7 @@
 
 #include "approvals.h"
 #include "audit.h"
+#include "exec_listener.h"
 #include "changes.h"
 #include "environ.h"
 #include "fsutil.h"
@@ -13,6 +14,7 @@
 #include "statedir.h"
 
 #include <errno.h>
+#include <event2/event.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
@@ -39,7 +41,8 @@ typedef struct run_state {
     pdk_sandbox_config cfg;
     pdk_command_verdict verdict;
     bool confined;
-    pdk_audit_spool *spool; /* where this run's audit events go */
+    pdk_audit_spool *spool;   /* where this run's audit events go */
+    struct exec_watch *watch; /* judging the execs inside, when the policy has rules */
 } run_state;
 
 /* ---- the audit events of a run ---- */
@@ -621,6 +624,183 @@ out:
     return ret;
 }
 
+/* ---- every exec inside the sandbox ---- */
+
+typedef struct pending_ask {
+    uint64_t token;
+    pid_t pid;
+    char id[17];
+    uint64_t deadline_ns;
+    char *line;
+} pending_ask;
+
+typedef struct exec_watch {
+    run_state *st;
+    pdk_exec_handler handler;
+    bool first_seen; /* the command's own exec, judged before the sandbox was made */
+    pdk_exec_listener *listener;
+    pdk_store *store; /* for approvals, opened at the first ask */
+    pending_ask *pending;
+    size_t npending;
+    struct event *poll_ev;
+} exec_watch;
+
+static void poll_asks(evutil_socket_t fd, short what, void *arg);
+
+static void arm_poll(exec_watch *w)
+{
+    struct timeval tv = {0, 200 * 1000};
+    if (!w->poll_ev)
+        w->poll_ev = evtimer_new(pdk_exec_listener_base(w->listener), poll_asks, w);
+    if (w->poll_ev)
+        evtimer_add(w->poll_ev, &tv);
+}
+
+static void finish_ask(exec_watch *w, size_t i, bool allow, json_t *event, const char *message)
+{
+    pending_ask *p = &w->pending[i];
+    pdk_error err = {0};
+    if (pdk_audit_spool_write(w->st->spool, w->st->session->id, "approval.answered", event, true,
+                              &err) < 0) {
+        pdk_warn("%s: the exec is refused", err.message);
+        allow = false;
+    }
+    pdk_exec_listener_answer(w->listener, p->token, p->pid, allow, message);
+    free(p->line);
+    w->pending[i] = w->pending[--w->npending];
+}
+
+static void poll_asks(evutil_socket_t fd, short what, void *arg)
+{
+    exec_watch *w = arg;
+    uint64_t now = pdk_now_monotonic_ns();
+    for (size_t i = 0; i < w->npending;) {
+        pending_ask *p = &w->pending[i];
+        pdk_approval a = {0};
+        pdk_error err = {0};
+        if (pdk_approval_get(w->store, p->id, &a, &err) < 0) {
+            i++;
+            continue;
+        }
+        json_t *o = json_pack("{s:s, s:s, s:s}", "id", p->id, "line", p->line, "state",
+                              pdk_approval_state_name(a.state));
+        if (a.state == PDK_APPROVAL_PENDING && now >= p->deadline_ns &&
+            pdk_approval_expire(w->store, p->id, &err) == 1) {
+            bool allow = w->st->policy->approval_on_timeout == PDK_DECISION_ALLOW;
+            json_object_set_new(o, "state", json_string("expired"));
+            json_object_set_new(o, "on_timeout", json_string(allow ? "allow" : "deny"));
+            _cleanup_free_ char *msg = xasprintf("paddock: no answer to approval %s in time: %s\n",
+                                                 p->id, allow ? "run" : "denied");
+            finish_ask(w, i, allow, o, msg);
+        } else if (a.state == PDK_APPROVAL_APPROVED || a.state == PDK_APPROVAL_DENIED) {
+            bool allow = a.state == PDK_APPROVAL_APPROVED;
+            json_object_set_new(o, "by", json_string(a.answered_by ? a.answered_by : ""));
+            json_object_set_new(o, "always", json_boolean(a.always));
+            _cleanup_free_ char *msg =
+                xasprintf("paddock: denied by %s%s%s (approval %s)\n",
+                          a.answered_by ? a.answered_by : "a human", a.answer_reason ? ": " : "",
+                          a.answer_reason ? a.answer_reason : "", p->id);
+            finish_ask(w, i, allow, o, msg);
+        } else {
+            json_decref(o);
+            i++;
+        }
+        pdk_approval_clear(&a);
+    }
+    if (w->npending > 0)
+        arm_poll(w);
+}
+
+static pdk_exec_answer judge_exec(void *arg, pdk_exec_listener *listener,
+                                  const pdk_exec_request *req, uint64_t token, char *message,
+                                  size_t message_size)
+{
+    exec_watch *w = arg;
+    run_state *st = w->st;
+    w->listener = listener;
+    if (!w->first_seen) {
+        w->first_seen = true;
+        return PDK_EXEC_ALLOW;
+    }
+    pdk_command_verdict v;
+    pdk_command_rules_judge(&st->policy->commands, req->argv, &v);
+    _cleanup_free_ char *how = pdk_policy_describe_rule(st->policy, v.rule);
+    json_t *o = json_pack("{s:o, s:s, s:s, s:i, s:s, s:s, s:s}", "argv", argv_json(req->argv),
+                          "path", req->path, "cwd", req->cwd, "pid", (int)req->pid, "decision",
+                          pdk_decision_name(v.decision), "decided_by", how, "reason", v.reason);
+    json_object_set_new(o, "rule", v.rule >= 0 ? json_integer(v.rule) : json_null());
+    pdk_error err = {0};
+    /* Written before the exec goes on (fail closed); on the disk with the next durable
+     * write. */
+    if (pdk_audit_spool_write(st->spool, st->session->id, "exec", o, false, &err) < 0) {
+        snprintf(message, message_size, "paddock: %s: the exec is refused\n", err.message);
+        return PDK_EXEC_DENY;
+    }
+    if (v.decision == PDK_DECISION_DENY) {
+        snprintf(message, message_size, "paddock: denied by the policy: %s (%s)\n", v.reason, how);
+        return PDK_EXEC_DENY;
+    }
+    if (v.decision != PDK_DECISION_ASK)
+        return PDK_EXEC_ALLOW; /* confine inside: its writes stay in the session layer */
+    if (!w->store && pdk_store_open(st->state_dir, true, &w->store, &err) < 0) {
+        snprintf(message, message_size, "paddock: cannot ask for approval (%s): denied\n",
+                 err.message);
+        return PDK_EXEC_DENY;
+    }
+    if (st->session->named && pdk_approval_always(w->store, st->session->id, how))
+        return PDK_EXEC_ALLOW;
+    pdk_approval a = {
+        .session = xstrdup(st->session->id),
+        .pid = req->pid,
+        .parents = pdk_approval_parents_of(req->pid),
+        .argv = argv_json(req->argv),
+        .cwd = xstrdup(req->cwd),
+        .rule = xstrdup(how),
+        .reason = xstrdup(v.reason),
+    };
+    if (json_array_size(a.parents) > 0)
+        json_array_remove(a.parents, 0); /* the asker itself: its parents only */
+    int r = pdk_approval_create(w->store, &a, &err);
+    if (r == 0) {
+        json_t *asked =
+            json_pack("{s:s, s:O, s:s, s:s, s:s, s:O}", "id", a.id, "argv", a.argv, "cwd", a.cwd,
+                      "rule", a.rule, "reason", a.reason, "parents", a.parents);
+        r = pdk_audit_spool_write(st->spool, a.session, "approval.asked", asked, true, &err);
+    }
+    if (r < 0) {
+        snprintf(message, message_size, "paddock: cannot ask for approval (%s): denied\n",
+                 err.message);
+        pdk_approval_clear(&a);
+        return PDK_EXEC_DENY;
+    }
+    w->pending = xrealloc(w->pending, (w->npending + 1) * sizeof(*w->pending));
+    pending_ask *p = &w->pending[w->npending++];
+    p->token = token;
+    p->pid = req->pid;
+    snprintf(p->id, sizeof(p->id), "%s", a.id);
+    p->deadline_ns =
+        pdk_now_monotonic_ns() + (uint64_t)st->policy->approval_timeout_seconds * 1000000000ULL;
+    p->line = argv_line(req->argv);
+    fprintf(stderr,
+            "paddock: approval %s: `%s` (pid %d) needs a human (%s: %s); answer with paddock "
+            "approve %s, or paddock deny %s\n",
+            a.id, p->line, (int)req->pid, how, v.reason, a.id, a.id);
+    pdk_approval_clear(&a);
+    arm_poll(w);
+    return PDK_EXEC_PENDING;
+}
+
+static void exec_watch_free(exec_watch *w)
+{
+    for (size_t i = 0; i < w->npending; i++)
+        free(w->pending[i].line);
+    free(w->pending);
+    if (w->poll_ev)
+        event_free(w->poll_ev);
+    pdk_store_close(w->store);
+    memset(w, 0, sizeof(*w));
+}
+
 /* After the run: the session's end. */
 static void record_end(run_state *st, const pdk_run_report *report)
 {
@@ -720,8 +900,16 @@ int pdk_run(const pdk_run_options *opt, pdk_run_report *report, pdk_error *err)
             goto out;
         }
     }
+    exec_watch watch = {.st = &st};
+    if (st.policy->commands.count > 0 ||
+        st.policy->commands.default_decision != PDK_DECISION_ALLOW) {
+        watch.handler = (pdk_exec_handler){.judge = judge_exec, .arg = &watch};
+        st.watch = &watch;
+    }
     if (build_config(&st, err) < 0)
         goto out;
+    if (st.watch)
+        st.cfg.exec_handler = &watch.handler;
     pdk_trace("config built");
 
     pdk_sandbox_result result;
@@ -800,6 +988,8 @@ out:
         pdk_error ignored = {0};
         pdk_session_remove(st.session, &ignored);
     }
+    if (st.watch)
+        exec_watch_free(st.watch);
     free_config(&st.cfg);
     pdk_audit_spool_close(st.spool);
     pdk_session_free(st.session);

@@ -118,7 +118,8 @@ int pdk_sandbox_run(const pdk_sandbox_config *cfg, pdk_sandbox_result *res, pdk_
 
     /* 1. Everything that can be prepared before the clone. */
     pdk_seccomp_program seccomp;
-    pdk_seccomp_options sopts = {.nested_userns = cfg->nested_userns};
+    pdk_seccomp_options sopts = {.nested_userns = cfg->nested_userns,
+                                 .notify_exec = cfg->exec_handler != NULL};
     if (pdk_seccomp_build(&sopts, &seccomp, err) < 0)
         return -1;
     pdk_trace("seccomp built");
@@ -214,6 +215,8 @@ int pdk_sandbox_run(const pdk_sandbox_config *cfg, pdk_sandbox_result *res, pdk_
     masked = false;
     if (!sup)
         goto kill;
+    if (cfg->exec_handler)
+        pdk_supervisor_set_exec_handler(sup, cfg->exec_handler);
     if (cfg->before_command && cfg->before_command(cfg->before_command_arg, err) < 0)
         goto kill;
     if (pdk__msg_send(sock[0], PDK_MSG_RUN, 0, NULL, NULL, 0) < 0) {

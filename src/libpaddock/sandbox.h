@@ -84,6 +84,10 @@ typedef struct pdk_sandbox_config {
     int (*before_command)(void *arg, pdk_error *err);
     void *before_command_arg;
 
+    /* Every execve/execveat inside the sandbox goes to this handler (the supervisor's exec
+     * listener, exec_listener.h). NULL: execs are not watched. */
+    const struct pdk_exec_handler *exec_handler;
+
     /* Background work for the supervisor while the sandbox starts and runs: called again and
      * again between the supervisor's events for as long as it returns true. Each call must
      * be short. NULL: none. */

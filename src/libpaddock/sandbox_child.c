@@ -193,7 +193,9 @@ static int open_pty(char *slave_path, size_t len)
     return master;
 }
 
-/* execve through the sandbox's PATH, keeping the most telling errno (as execvp does). */
+/* execve through the sandbox's PATH, keeping the most telling errno (as execvp does). The
+ * search is made with faccessat before one execve, not by trying execve in each directory:
+ * with the exec listener, every execve is a decision, and the command's own is made once. */
 static int exec_command(char *const *argv, char *const *envp)
 {
     const char *cmd = argv[0];
@@ -216,10 +218,19 @@ static int exec_command(char *const *argv, char *const *envp)
             snprintf(full, sizeof(full), "%s", cmd);
         else
             snprintf(full, sizeof(full), "%.*s/%s", (int)n, p, cmd);
-        execve(full, argv, envp);
-        if (errno != ENOENT && errno != ENOTDIR && errno != ESTALE)
-            best = errno;
         p = colon ? colon + 1 : NULL;
+        struct stat st;
+        if (stat(full, &st) < 0) {
+            if (errno != ENOENT && errno != ENOTDIR && errno != ESTALE)
+                best = errno;
+            continue;
+        }
+        if (!S_ISREG(st.st_mode) || faccessat(AT_FDCWD, full, X_OK, AT_EACCESS) < 0) {
+            best = S_ISDIR(st.st_mode) ? EACCES : errno ? errno : EACCES;
+            continue;
+        }
+        execve(full, argv, envp);
+        return errno; /* found and executable, yet refused: that is the answer */
     }
     return best;
 }
@@ -436,8 +447,15 @@ void pdk__sandbox_child_main(const pdk__child_args *args)
     const char *what = "";
     if (pdk_caps_drop_all(&what) < 0)
         die("%s: %s", what, strerror(errno));
-    if (pdk_seccomp_install(args->seccomp) < 0)
+    int listener = pdk_seccomp_install(args->seccomp);
+    if (listener < 0)
         die("installing the seccomp filter: %s", strerror(errno));
+    if (args->seccomp->notify) {
+        /* The supervisor judges every exec from here on (the command's own first). */
+        if (pdk__msg_send(sync_fd, PDK_MSG_LISTENER, 0, NULL, &listener, 1) < 0)
+            die("passing the exec listener to the supervisor: %s", strerror(errno));
+        close(listener);
+    }
     pdk_trace("child: privileges dropped");
 
     /* Nothing starts before the supervisor has recorded it. */

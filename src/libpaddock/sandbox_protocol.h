@@ -19,6 +19,7 @@ enum pdk_msg_type {
     PDK_MSG_EXEC_FAILED = 13, /* value: errno; text: the command */
     PDK_MSG_STARTED = 14,     /* value: the command's pid inside */
     PDK_MSG_EXIT = 15,        /* value: the command's wait status */
+    PDK_MSG_LISTENER = 16,    /* fd: the seccomp listener of execs (notify_exec) */
 };
 
 #define PDK_MSG_TEXT_MAX 4096

@@ -9,7 +9,9 @@
  * unshare/setns and clone with namespace flags (unless nested user namespaces are allowed),
  * personality changes, ioctl TIOCSTI/TIOCLINUX (any upper 32 bits); clone3 gets ENOSYS so
  * that libc falls back to clone, whose flags can be checked; socket families other than
- * AF_UNIX, AF_INET and AF_INET6 get EAFNOSUPPORT.
+ * AF_UNIX, AF_INET and AF_INET6 get EAFNOSUPPORT. With notify_exec, execve and execveat go
+ * to a user-notification listener (the supervisor's exec_listener.c) that judges them by
+ * the policy's command rules.
  */
 #ifndef PADDOCK_SECCOMP_FILTER_H
 #define PADDOCK_SECCOMP_FILTER_H
@@ -20,15 +22,17 @@
 
 typedef struct pdk_seccomp_options {
     bool nested_userns;
+    bool notify_exec; /* execve/execveat to a user-notification listener */
 } pdk_seccomp_options;
 
 typedef struct pdk_seccomp_program {
     struct sock_filter *filter;
     unsigned short length;
+    bool notify; /* installing it makes a listener */
 } pdk_seccomp_program;
 
-/* Variants: bit 0 = nested user namespaces allowed. */
-#define PDK_SECCOMP_VARIANTS 2
+/* Variants: bit 0 = nested user namespaces allowed, bit 1 = exec notification. */
+#define PDK_SECCOMP_VARIANTS 4
 
 /* The programs of one architecture. */
 typedef struct pdk_seccomp_program_set {
@@ -42,7 +46,8 @@ extern const pdk_seccomp_program *const pdk__seccomp_programs;
 
 /* Pick the program for options (no allocation; out points at static data). */
 int pdk_seccomp_build(const pdk_seccomp_options *options, pdk_seccomp_program *out, pdk_error *err);
-/* Install (sandbox side; no_new_privs must be set). Returns 0 or -1 with errno. */
+/* Install (sandbox side; no_new_privs must be set). Returns 0, or the listener's fd for a
+ * notifying program, or -1 with errno. */
 int pdk_seccomp_install(const pdk_seccomp_program *program);
 void pdk_seccomp_program_free(pdk_seccomp_program *program);
 

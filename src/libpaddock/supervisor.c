@@ -36,6 +36,8 @@ struct pdk_supervisor {
     struct event *idle_ev;
     bool (*idle_step)(void *arg);
     void *idle_arg;
+    pdk_exec_handler exec_handler; /* judge NULL: no listener expected */
+    pdk_exec_listener *exec_listener;
 };
 
 static int send_signal(pdk_supervisor *sup, int sig)
@@ -70,6 +72,13 @@ static void handle_message(pdk_supervisor *sup, const pdk_msg *msg, int *fds, si
             pdk_strv_push(&out->placeholders, line);
         break;
     }
+    case PDK_MSG_LISTENER:
+        if (nfds == 1 && sup->exec_handler.judge && !sup->exec_listener) {
+            sup->exec_listener = pdk_exec_listener_new(sup->base, fds[0], &sup->exec_handler);
+            if (sup->exec_listener)
+                fds[0] = -1;
+        }
+        break;
     case PDK_MSG_PTY:
         if (nfds == 1 && sup->tty && !sup->pty) {
             sup->pty = pdk_pty_relay_start(sup->base, fds[0]);
@@ -163,6 +172,11 @@ static void on_idle(evutil_socket_t fd, short what, void *arg)
         evtimer_add(sup->idle_ev, &now);
 }
 
+void pdk_supervisor_set_exec_handler(pdk_supervisor *sup, const pdk_exec_handler *handler)
+{
+    sup->exec_handler = *handler;
+}
+
 void pdk_supervisor_add_idle(pdk_supervisor *sup, bool (*step)(void *arg), void *arg)
 {
     static const struct timeval now = {0, 0};
@@ -244,6 +258,7 @@ void pdk_supervisor_free(pdk_supervisor *sup)
 {
     if (!sup)
         return;
+    pdk_exec_listener_free(sup->exec_listener);
     if (sup->pty)
         pdk_pty_relay_stop(sup->pty);
     for (size_t i = 0; i < PDK_ARRAY_SIZE(forwarded_signals); i++)

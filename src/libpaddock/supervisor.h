@@ -9,6 +9,7 @@
 #define PADDOCK_SUPERVISOR_H
 
 #include "error.h"
+#include "exec_listener.h"
 
 #include <event2/event.h>
 #include <stdint.h>
@@ -34,6 +35,9 @@ typedef struct pdk_supervisor_outcome {
  * starts). Returns NULL with err on failure. */
 pdk_supervisor *pdk_supervisor_new(pdk_error *err);
 struct event_base *pdk_supervisor_base(pdk_supervisor *sup);
+
+/* Serve the exec listener init sends (PDK_MSG_LISTENER) with handler (exec_listener.h). */
+void pdk_supervisor_set_exec_handler(pdk_supervisor *sup, const pdk_exec_handler *handler);
 
 /* Call step(arg) between the loop's other events, again and again while it returns true
  * (one task at a time; a second call replaces the first). */

@@ -264,11 +264,14 @@ static void test_arguments(void **state)
             assert_int_equal(verdict(a, v, "personality", 0xfffffffeu, 0), ERRNO(EPERM));
             /* everyday syscalls */
             static const char *const ok[] = {
-                "read", "write",      "openat", "execve",
-                "mmap", "exit_group", "wait4",  "landlock_restrict_self",
+                "read", "write", "openat", "mmap", "exit_group", "wait4", "landlock_restrict_self",
                 NULL};
             for (size_t k = 0; ok[k]; k++)
                 check_allowed(a, v, ok[k], 0, 0);
+            /* exec: to the listener in the notifying variants (bit 1), else allowed */
+            uint32_t exec = (v & 2) ? SECCOMP_RET_USER_NOTIF : SECCOMP_RET_ALLOW;
+            assert_int_equal(verdict(a, v, "execve", 0, 0), exec);
+            assert_int_equal(verdict(a, v, "execveat", 0, 0), exec);
         }
     }
 }

@@ -1,0 +1,60 @@
+/* exec_listener.h: the supervisor's side of the seccomp user notifications for execve and
+ * execveat inside the sandbox (seccomp_filter.h, notify_exec).
+ *
+ * For each exec the listener reads what is executed (the path and argv, from the target's
+ * memory with process_vm_readv, checked still valid with SECCOMP_IOCTL_NOTIF_ID_VALID) and
+ * its cwd, and asks the handler: allow lets the exec go on (SECCOMP_USER_NOTIF_FLAG_CONTINUE),
+ * deny fails it with EACCES and writes the handler's message to the process's stderr,
+ * pending holds it until pdk_exec_listener_answer() (an approval). Nothing else in the loop
+ * waits meanwhile.
+ *
+ * The check is a review layer, not a boundary: with CONTINUE the kernel reads the path and
+ * argv again after the supervisor did, so a second thread of the target that rewrites them
+ * in between runs something else (seccomp_unotify(2)). The boundaries stay the kernel's
+ * (namespaces, Landlock, seccomp's own denials).
+ */
+#ifndef PADDOCK_EXEC_LISTENER_H
+#define PADDOCK_EXEC_LISTENER_H
+
+#include <event2/event.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+typedef struct pdk_exec_request {
+    pid_t pid;         /* in the supervisor's pid namespace */
+    const char *path;  /* as given to execve ("" when unreadable) */
+    char *const *argv; /* NULL-terminated */
+    const char *cwd;   /* the process's cwd as the supervisor sees it ("" when unknown) */
+} pdk_exec_request;
+
+typedef enum pdk_exec_answer {
+    PDK_EXEC_ALLOW,
+    PDK_EXEC_DENY,
+    PDK_EXEC_PENDING,
+} pdk_exec_answer;
+
+typedef struct pdk_exec_listener pdk_exec_listener;
+
+typedef struct pdk_exec_handler {
+    /* message (for deny) gets a line for the process's stderr. token identifies a pending
+     * request for pdk_exec_listener_answer(). */
+    pdk_exec_answer (*judge)(void *arg, pdk_exec_listener *listener, const pdk_exec_request *req,
+                             uint64_t token, char *message, size_t message_size);
+    void *arg;
+} pdk_exec_handler;
+
+/* Serve the notifications of listener_fd (taken over) on base. NULL when it cannot. */
+pdk_exec_listener *pdk_exec_listener_new(struct event_base *base, int listener_fd,
+                                         const pdk_exec_handler *handler);
+/* Answer a request the handler left pending; message as for deny. */
+void pdk_exec_listener_answer(pdk_exec_listener *listener, uint64_t token, pid_t pid, bool allow,
+                              const char *message);
+/* The loop it is served on (for the handler's own timers). */
+struct event_base *pdk_exec_listener_base(const pdk_exec_listener *listener);
+/* Execs seen and how long judging took (for the benchmark). */
+void pdk_exec_listener_stats(const pdk_exec_listener *listener, uint64_t *execs, uint64_t *busy_ns);
+void pdk_exec_listener_free(pdk_exec_listener *listener);
+
+#endif
