@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <linux/seccomp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -133,6 +134,29 @@ static void tell(pid_t pid, const char *message)
     close(fd);
 }
 
+/* Whether the absolute path names something in pid's view: resolved in its root, its
+ * absolute symlinks included (RESOLVE_IN_ROOT). A relative path, or anything uncertain,
+ * counts as existing (it is judged). */
+static bool exists_for(pid_t pid, const char *path)
+{
+    if (path[0] != '/')
+        return true;
+    char where[64];
+    snprintf(where, sizeof(where), "/proc/%d/root", (int)pid);
+    int root = open(where, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (root < 0)
+        return true;
+    struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT};
+    int fd = (int)syscall(SYS_openat2, root, path, &how, sizeof(how));
+    int e = errno;
+    close(root);
+    if (fd >= 0) {
+        close(fd);
+        return true;
+    }
+    return e != ENOENT && e != ENOTDIR;
+}
+
 static void on_notification(evutil_socket_t fd, short what, void *arg)
 {
     pdk_exec_listener *l = arg;
@@ -155,6 +179,15 @@ static void on_notification(evutil_socket_t fd, short what, void *arg)
     cwd[n > 0 ? n : 0] = '\0';
     /* What was read is what the process asked for only while it still waits. */
     if (ioctl(fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &req->id) < 0) {
+        free(req);
+        return;
+    }
+    /* A path that does not exist (a shell trying each directory of PATH) fails as the
+     * kernel would fail it, without a decision: answered by the listener itself, so that a
+     * file made in between never runs unjudged. */
+    if (path && !exists_for(pid, path)) {
+        struct seccomp_notif_resp resp = {.id = req->id, .error = -ENOENT};
+        (void)ioctl(fd, SECCOMP_IOCTL_NOTIF_SEND, &resp);
         free(req);
         return;
     }

@@ -643,7 +643,21 @@ typedef struct exec_watch {
     pending_ask *pending;
     size_t npending;
     struct event *poll_ev;
+    /* The last refusal: a shell tries each directory of PATH in turn, and the same command of
+     * the same process right after is refused the same way, not asked again. */
+    pid_t refused_pid;
+    char *refused_line;
+    char *refused_message;
 } exec_watch;
+
+static void note_refusal(exec_watch *w, pid_t pid, const char *line, const char *message)
+{
+    free(w->refused_line);
+    free(w->refused_message);
+    w->refused_pid = pid;
+    w->refused_line = xstrdup(line);
+    w->refused_message = xstrdup(message ? message : "");
+}
 
 static void poll_asks(evutil_socket_t fd, short what, void *arg);
 
@@ -666,6 +680,8 @@ static void finish_ask(exec_watch *w, size_t i, bool allow, json_t *event, const
         allow = false;
     }
     pdk_exec_listener_answer(w->listener, p->token, p->pid, allow, message);
+    if (!allow)
+        note_refusal(w, p->pid, p->line, message);
     free(p->line);
     w->pending[i] = w->pending[--w->npending];
 }
@@ -722,6 +738,11 @@ static pdk_exec_answer judge_exec(void *arg, pdk_exec_listener *listener,
         w->first_seen = true;
         return PDK_EXEC_ALLOW;
     }
+    _cleanup_free_ char *line = argv_line(req->argv);
+    if (w->refused_line && req->pid == w->refused_pid && strcmp(line, w->refused_line) == 0) {
+        snprintf(message, message_size, "%s", w->refused_message);
+        return PDK_EXEC_DENY;
+    }
     pdk_command_verdict v;
     pdk_command_rules_judge(&st->policy->commands, req->argv, &v);
     _cleanup_free_ char *how = pdk_policy_describe_rule(st->policy, v.rule);
@@ -738,6 +759,7 @@ static pdk_exec_answer judge_exec(void *arg, pdk_exec_listener *listener,
     }
     if (v.decision == PDK_DECISION_DENY) {
         snprintf(message, message_size, "paddock: denied by the policy: %s (%s)\n", v.reason, how);
+        note_refusal(w, req->pid, line, message);
         return PDK_EXEC_DENY;
     }
     if (v.decision != PDK_DECISION_ASK)
@@ -780,7 +802,7 @@ static pdk_exec_answer judge_exec(void *arg, pdk_exec_listener *listener,
     snprintf(p->id, sizeof(p->id), "%s", a.id);
     p->deadline_ns =
         pdk_now_monotonic_ns() + (uint64_t)st->policy->approval_timeout_seconds * 1000000000ULL;
-    p->line = argv_line(req->argv);
+    p->line = xstrdup(line);
     fprintf(stderr,
             "paddock: approval %s: `%s` (pid %d) needs a human (%s: %s); answer with paddock "
             "approve %s, or paddock deny %s\n",
@@ -792,6 +814,8 @@ static pdk_exec_answer judge_exec(void *arg, pdk_exec_listener *listener,
 
 static void exec_watch_free(exec_watch *w)
 {
+    free(w->refused_line);
+    free(w->refused_message);
     for (size_t i = 0; i < w->npending; i++)
         free(w->pending[i].line);
     free(w->pending);

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# t_exec_rules: the command rules at every exec inside the sandbox, for an agent-like script
+# that `paddock run` allows as a whole: its allowed commands run, a denied one fails with
+# EACCES and the reason on its stderr, an asked one waits until another process approves
+# (or denies) it, a confined one runs (its writes stay in the session layer), commands run
+# through sh -c inside are split and judged too, and every exec is in the audit log.
+. "$(dirname "$0")/lib.sh"
+need_userns
+
+cat >"$T/p.yaml" <<'EOF'
+version: 1
+commands:
+  rules:
+    - {match: [rm, "-rf", "/"], decision: deny, reason: "never"}
+    - {match: [git, push], decision: ask, reason: "publishes code"}
+    - {match: [touch], decision: confine}
+    - {match: [python3], decision: deny, reason: "no python here"}
+approvals:
+  timeout: 20
+EOF
+sed 's/timeout: 20/timeout: 1/' "$T/p.yaml" >"$T/short.yaml"
+cat >"$WS/agent.sh" <<'EOF'
+/bin/echo allowed
+rm -rf /
+echo "rm exit $?"
+sh -c 'true; python3 -c "print(1)"'
+echo "python exit $?"
+touch "$PWD/confined.txt"
+echo "touch exit $?"
+git push origin main
+echo "git exit $?"
+EOF
+
+wrun --policy "$T/short.yaml" -- sh ./agent.sh
+expect_eq "the script as a whole is allowed and runs to its end" 0 "$RC"
+expect_match "an asked one nobody answers is denied at the timeout" "git exit 126" "$OUT"
+expect_eq "... asked once, though the shell tries each directory of PATH" 1 \
+    "$(printf '%s\n' "$ERR" | grep -c 'needs a human')"
+expect_match "an allowed command runs" "^allowed$" "$(printf '%s\n' "$OUT" | head -n 1)"
+expect_match "a denied one fails with EACCES (exit 126 from the shell)" "rm exit 126" "$OUT"
+expect_match "... and its stderr says why, with the rule" \
+    "paddock: denied by the policy: never \(rule 1 \(line 4: \[rm, -rf, /\] deny\)\)" "$ERR"
+expect_eq "... once" 1 "$(printf '%s\n' "$ERR" | grep -c 'denied by the policy: never')"
+expect_match "a command of an sh -c inside is judged too" "python exit 126" "$OUT"
+expect_match "a confined one runs" "touch exit 0" "$OUT"
+
+# An asked one waits for the answer of another process.
+(cd "$WS" && HOME="$TEST_HOME" timeout -k 5 60 "$PADDOCK" run --workspace "$WS" \
+    --policy "$T/p.yaml" -- sh ./agent.sh </dev/null >"$T/bg.out" 2>"$T/bg.err"
+ echo $? >"$T/bg.rc") &
+bg=$!
+track_pid "$bg"
+id=""
+for _ in $(seq 200); do
+    pdk approvals --json
+    id=$(printf '%s\n' "$OUT" | "$PYTHON" -c '
+import json, sys
+for l in sys.stdin:
+    if l.strip():
+        j = json.loads(l)
+        if j["argv"][:2] == ["git", "push"]: print(j["id"]); break' 2>/dev/null)
+    [ -n "$id" ] && break
+    sleep 0.1
+done
+expect_ne "an asked exec makes a request" "" "$id"
+pdk approvals --json
+expect_eq "... naming the exec's argv, its pid and its parents" "git push True True" \
+    "$(json_get "$OUT" '"%s %s %s %s" % (j["argv"][0], j["argv"][1], j["pid"] > 1, len(j["parents"]) > 0)')"
+pdk deny "$id" --reason "not from here"
+wait "$bg" 2>/dev/null
+expect_match "denied: the exec fails" "git exit 126" "$(cat "$T/bg.out")"
+expect_match "... and the process's stderr says who and why" "denied by uid .*: not from here" \
+    "$(cat "$T/bg.err")"
+
+pdk audit --json
+expect_eq "every exec is in the audit log with its decision" \
+    "True True True True" \
+    "$(printf '%s\n' "$OUT" | "$PYTHON" -c '
+import json, sys
+ex = [json.loads(l) for l in sys.stdin if l.strip()]
+ex = [e["data"] for e in ex if e["kind"] == "exec"]
+def has(word, decision):
+    return any(word in " ".join(d["argv"]) and d["decision"] == decision for d in ex)
+print(has("allowed", "allow"), has("rm -rf /", "deny"), has("touch", "confine"), has("git push", "ask"))')"
+pdk audit verify
+expect_eq "and the log verifies" 0 "$RC"
+
+# Without command rules there is no listener: nothing is judged or recorded per exec.
+wrun -- sh -c '/bin/true; /bin/true'
+pdk audit --json
+expect_eq "no rules, no exec events" 0 \
+    "$(printf '%s\n' "$OUT" | tail -n 2 | grep -c '"kind":"exec"')"
