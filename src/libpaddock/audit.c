@@ -462,17 +462,13 @@ static int spool_create(pdk_audit_spool *sp, pdk_error *err)
 static char *spool_line(const char *prev, int64_t t, const char *session, const char *kind,
                         const char *data, char hash[65])
 {
+    /* Written out directly (the data is canonical JSON already): keys in sorted order. */
     chain_hash(prev, 0, t, session, kind, data, hash);
-    json_error_t jerr;
-    json_t *d = json_loads(data, 0, &jerr);
-    json_t *o = json_pack("{s:I, s:o, s:s, s:o, s:s, s:s}", "time_ns", (json_int_t)t, "session",
-                          session ? json_string(session) : json_null(), "kind", kind, "data",
-                          d ? d : json_object(), "prev", prev, "hash", hash);
-    char *text = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
-    json_decref(o);
-    char *line = xasprintf("%s\n", text ? text : "{}");
-    free(text);
-    return line;
+    _cleanup_free_ char *js = json_str_or_null(session);
+    _cleanup_free_ char *jk = json_str_or_null(kind);
+    return xasprintf("{\"data\":%s,\"hash\":\"%s\",\"kind\":%s,\"prev\":\"%s\",\"session\":%s,"
+                     "\"time_ns\":%" PRId64 "}\n",
+                     data, hash, jk, prev, js, t);
 }
 
 int pdk_audit_spool_write(pdk_audit_spool *sp, const char *session, const char *kind, json_t *data,

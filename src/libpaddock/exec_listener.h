@@ -4,7 +4,8 @@
  * For each exec the listener reads what is executed (the path and argv, from the target's
  * memory with process_vm_readv, checked still valid with SECCOMP_IOCTL_NOTIF_ID_VALID) and
  * its cwd, and asks the handler: allow lets the exec go on (SECCOMP_USER_NOTIF_FLAG_CONTINUE),
- * deny fails it with EACCES and writes the handler's message to the process's stderr,
+ * deny fails it (EACCES, or ENOENT with an empty message) and writes the handler's message
+ * to the process's stderr,
  * pending holds it until pdk_exec_listener_answer() (an approval). Nothing else in the loop
  * waits meanwhile.
  *
@@ -26,13 +27,20 @@ typedef struct pdk_exec_request {
     pid_t pid;         /* in the supervisor's pid namespace */
     const char *path;  /* as given to execve ("" when unreadable) */
     char *const *argv; /* NULL-terminated */
-    const char *cwd;   /* the process's cwd as the supervisor sees it ("" when unknown) */
+    char *cwd_buf;     /* pdk_exec_request_cwd()'s */
 } pdk_exec_request;
+
+/* The process's cwd as the supervisor sees it ("" when unknown), read when asked for. */
+const char *pdk_exec_request_cwd(pdk_exec_request *req);
+/* Whether the path exists in the process's view (an absolute path, resolved in its root);
+ * a relative or uncertain one counts as existing. */
+bool pdk_exec_request_exists(const pdk_exec_request *req);
 
 typedef enum pdk_exec_answer {
     PDK_EXEC_ALLOW,
     PDK_EXEC_DENY,
     PDK_EXEC_PENDING,
+    PDK_EXEC_MISSING, /* fail with ENOENT, as the kernel would */
 } pdk_exec_answer;
 
 typedef struct pdk_exec_listener pdk_exec_listener;
@@ -40,7 +48,7 @@ typedef struct pdk_exec_listener pdk_exec_listener;
 typedef struct pdk_exec_handler {
     /* message (for deny) gets a line for the process's stderr. token identifies a pending
      * request for pdk_exec_listener_answer(). */
-    pdk_exec_answer (*judge)(void *arg, pdk_exec_listener *listener, const pdk_exec_request *req,
+    pdk_exec_answer (*judge)(void *arg, pdk_exec_listener *listener, pdk_exec_request *req,
                              uint64_t token, char *message, size_t message_size);
     void *arg;
 } pdk_exec_handler;

@@ -727,9 +727,8 @@ static void poll_asks(evutil_socket_t fd, short what, void *arg)
         arm_poll(w);
 }
 
-static pdk_exec_answer judge_exec(void *arg, pdk_exec_listener *listener,
-                                  const pdk_exec_request *req, uint64_t token, char *message,
-                                  size_t message_size)
+static pdk_exec_answer judge_exec(void *arg, pdk_exec_listener *listener, pdk_exec_request *req,
+                                  uint64_t token, char *message, size_t message_size)
 {
     exec_watch *w = arg;
     run_state *st = w->st;
@@ -745,10 +744,19 @@ static pdk_exec_answer judge_exec(void *arg, pdk_exec_listener *listener,
     }
     pdk_command_verdict v;
     pdk_command_rules_judge(&st->policy->commands, req->argv, &v);
+    /* A path that does not exist (a shell trying each directory of PATH) is failed as the
+     * kernel would fail it, without asking or recording: answered here, so that a file made
+     * in between never runs unjudged. Looked at only when it matters. */
+    if (v.decision >= PDK_DECISION_ASK && !pdk_exec_request_exists(req)) {
+        message[0] = '\0';
+        return PDK_EXEC_MISSING;
+    }
     _cleanup_free_ char *how = pdk_policy_describe_rule(st->policy, v.rule);
-    json_t *o = json_pack("{s:o, s:s, s:s, s:i, s:s, s:s, s:s}", "argv", argv_json(req->argv),
-                          "path", req->path, "cwd", req->cwd, "pid", (int)req->pid, "decision",
+    json_t *o = json_pack("{s:o, s:s, s:i, s:s, s:s, s:s}", "argv", argv_json(req->argv), "path",
+                          req->path, "pid", (int)req->pid, "decision",
                           pdk_decision_name(v.decision), "decided_by", how, "reason", v.reason);
+    if (v.decision != PDK_DECISION_ALLOW)
+        json_object_set_new(o, "cwd", json_string(pdk_exec_request_cwd(req)));
     json_object_set_new(o, "rule", v.rule >= 0 ? json_integer(v.rule) : json_null());
     pdk_error err = {0};
     /* Written before the exec goes on (fail closed); on the disk with the next durable
@@ -776,7 +784,7 @@ static pdk_exec_answer judge_exec(void *arg, pdk_exec_listener *listener,
         .pid = req->pid,
         .parents = pdk_approval_parents_of(req->pid),
         .argv = argv_json(req->argv),
-        .cwd = xstrdup(req->cwd),
+        .cwd = xstrdup(pdk_exec_request_cwd(req)),
         .rule = xstrdup(how),
         .reason = xstrdup(v.reason),
     };
