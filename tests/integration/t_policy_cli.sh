@@ -106,3 +106,9 @@ expect_eq "an unknown subcommand is a usage error" 2 "$RC"
 pdk policy check --help
 expect_match "policy check --help prints the usage" "usage: paddock policy check" "$OUT"
 
+
+# The example policies in examples/ are valid, their examples included.
+for f in "$(dirname "$0")"/../../examples/*.yaml; do
+    pdk policy lint "$f"
+    expect_eq "examples/$(basename "$f") lints clean" 0 "$RC"
+done
