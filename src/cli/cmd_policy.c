@@ -1,9 +1,13 @@
 /* cmd_policy.c: paddock policy check|lint|default */
 #include "cli.h"
 
+#include "../libpaddock/fsutil.h"
 #include "../libpaddock/policy.h"
+#include "../libpaddock/policy_import.h"
 #include "../libpaddock/statedir.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +18,7 @@ static const char usage[] =
     "usage: paddock policy check [--policy FILE] [--json] -- CMD [ARG...]\n"
     "       paddock policy lint FILE [--json]\n"
     "       paddock policy default\n"
+    "       paddock policy import --from srt FILE [--output OUT]\n"
     "\n"
     "check   say what the command rules decide for CMD (allow, confine, ask or deny) and\n"
     "        which rule decided; shell wrappers (sh -c ...) are judged command by command.\n"
@@ -21,6 +26,9 @@ static const char usage[] =
     "lint    report every problem of a policy file at once, as FILE:LINE:COLUMN: message;\n"
     "        exits 1 when there is one.\n"
     "default print the built-in default policy (a starting point for a file).\n"
+    "import  convert an Anthropic sandbox-runtime settings file into a paddock policy (on\n"
+    "        stdout, or written to OUT); what it cannot carry over is said on stderr and kept\n"
+    "        as comments.\n"
     "\n"
     "  --policy FILE  the policy to check against\n"
     "  --json         one JSON object on stdout\n"
@@ -163,6 +171,77 @@ static int lint(int argc, char **argv)
     return r == 0 ? PDK_EXIT_OK : PDK_EXIT_FAILED;
 }
 
+static int import(int argc, char **argv)
+{
+    static const struct option options[] = {{"from", required_argument, NULL, 'f'},
+                                            {"output", required_argument, NULL, 'o'},
+                                            {"help", no_argument, NULL, 'h'},
+                                            {NULL, 0, NULL, 0}};
+    const char *from = NULL, *output = NULL;
+    opterr = 0;
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, "ho:", options, NULL)) != -1) {
+        switch (c) {
+        case 'f':
+            from = optarg;
+            break;
+        case 'o':
+            output = optarg;
+            break;
+        case 'h':
+            fputs(usage, stdout);
+            return PDK_EXIT_OK;
+        default:
+            return pdk_cli_bad_option(argv[0], optopt, argv, optind);
+        }
+    }
+    if (!from)
+        return pdk_cli_usage_error("policy import", "say what to import with --from srt");
+    if (strcmp(from, "srt") != 0)
+        return pdk_cli_usage_error("policy import", "--from takes srt, not '%s'", from);
+    if (optind >= argc)
+        return pdk_cli_usage_error("policy import", "no settings file given");
+    if (optind + 1 < argc)
+        return pdk_cli_usage_error("policy import", "one file at a time ('%s' is one too many)",
+                                   argv[optind + 1]);
+    const char *file = argv[optind];
+    pdk_error err = {0};
+    _cleanup_free_ char *text = NULL;
+    size_t len = 0;
+    if (pdk_read_file_at(AT_FDCWD, file, &text, &len, 4u << 20) < 0) {
+        pdk_error_set(&err, errno, "cannot read %s", file);
+        return pdk_cli_fail(&err, PDK_EXIT_FAILED);
+    }
+    _cleanup_free_ char *yaml = NULL;
+    _cleanup_strv_ char **notes = NULL;
+    if (pdk_policy_import_srt(file, text, len, &yaml, &notes, &err) < 0)
+        return pdk_cli_fail(&err, PDK_EXIT_FAILED);
+    /* What it made must be a policy paddock loads. */
+    _cleanup_free_ char *home = pdk_home_dir();
+    pdk_policy_context ctx = {.home = home};
+    pdk_policy *check = NULL;
+    pdk_policy_diags diags = {0};
+    if (pdk_policy_parse("imported", yaml, strlen(yaml), &ctx, &check, &diags, &err) < 0) {
+        pdk_policy_diags_free(&diags);
+        pdk_error_prefix(&err, "the imported policy is not valid (a bug: please report it)");
+        return pdk_cli_fail(&err, PDK_EXIT_FAILED);
+    }
+    pdk_policy_free(check);
+    for (size_t i = 0; notes && notes[i]; i++)
+        fprintf(stderr, "paddock: not carried over: %s\n", notes[i]);
+    if (!output) {
+        fputs(yaml, stdout);
+        return fflush(stdout) == 0 ? PDK_EXIT_OK : PDK_EXIT_FAILED;
+    }
+    if (pdk_write_file_atomic(AT_FDCWD, output, yaml, strlen(yaml), 0644, true) < 0) {
+        pdk_error_set(&err, errno, "cannot write %s", output);
+        return pdk_cli_fail(&err, PDK_EXIT_FAILED);
+    }
+    fprintf(stderr, "paddock: wrote %s\n", output);
+    return PDK_EXIT_OK;
+}
+
 int pdk_cmd_policy(int argc, char **argv)
 {
     if (argc < 2) {
@@ -178,6 +257,8 @@ int pdk_cmd_policy(int argc, char **argv)
         return check(argc - 1, argv + 1);
     if (strcmp(sub, "lint") == 0)
         return lint(argc - 1, argv + 1);
+    if (strcmp(sub, "import") == 0)
+        return import(argc - 1, argv + 1);
     if (strcmp(sub, "default") == 0) {
         if (argc > 2 && (strcmp(argv[2], "-h") == 0 || strcmp(argv[2], "--help") == 0)) {
             fputs(usage, stdout);
@@ -188,5 +269,6 @@ int pdk_cmd_policy(int argc, char **argv)
         fputs(pdk_policy_default_text(), stdout);
         return PDK_EXIT_OK;
     }
-    return pdk_cli_usage_error("policy", "unknown subcommand '%s' (check, lint or default)", sub);
+    return pdk_cli_usage_error("policy", "unknown subcommand '%s' (check, lint, default or import)",
+                               sub);
 }

@@ -112,3 +112,42 @@ for f in "$(dirname "$0")"/../../examples/*.yaml; do
     pdk policy lint "$f"
     expect_eq "examples/$(basename "$f") lints clean" 0 "$RC"
 done
+
+# Importing sandbox-runtime settings: what maps is carried over, the rest is said.
+cat >"$T/srt.json" <<'JSON'
+{
+  "network": {"allowedDomains": ["github.com"]},
+  "filesystem": {
+    "denyRead": ["~/.ssh", "/etc/secret", "relative/dir"],
+    "allowRead": ["~/.gitconfig"],
+    "allowWrite": [".", "/tmp", "build"],
+    "denyWrite": [".env", "./secrets/", ".", "/etc"]
+  }
+}
+JSON
+pdk policy import --from srt "$T/srt.json"
+expect_eq "import: exit 0" 0 "$RC"
+printf '%s\n' "$OUT" >"$T/imported.yaml"
+pdk policy lint "$T/imported.yaml"
+expect_eq "... a policy that lints clean" 0 "$RC"
+pdk policy import --from srt "$T/srt.json"
+expect_match "denyRead becomes read_deny" 'read_deny:
+    - "~/.ssh"
+    - "/etc/secret"' "$OUT"
+expect_match "denyWrite in the workspace becomes protect" 'protect:
+    - ".env"
+    - "secrets/"' "$OUT"
+expect_match "allowWrite outside the workspace becomes write" 'write:
+    - "/tmp"' "$OUT"
+expect_match "what cannot be carried over is said on stderr (network)" \
+    "not carried over: network \(this version of paddock has no network section yet\)" "$ERR"
+expect_match "... (a relative denyRead)" "not carried over: filesystem.denyRead relative/dir" "$ERR"
+expect_match "... and kept as comments in the policy" "#   was: network: " "$OUT"
+pdk policy import --from srt "$T/srt.json" --output "$T/out.yaml"
+expect_eq "--output writes the file" "0 yes" "$RC $([ -s "$T/out.yaml" ] && echo yes)"
+printf '[1' >"$T/bad.json"
+pdk policy import --from srt "$T/bad.json"
+expect_eq "import: bad JSON is refused (exit 1)" 1 "$RC"
+expect_match "... naming the line and column" "bad.json:1:[0-9]+: not JSON" "$ERR"
+pdk policy import --from docker "$T/srt.json"
+expect_eq "an unknown --from is a usage error" 2 "$RC"
