@@ -18,6 +18,8 @@ static const char usage[] =
     "\n"
     "options:\n"
     "  --policy FILE            policy file (YAML, version 1); default: built-in\n"
+    "  --profile NAME           default, readonly (the workspace read-only, no session) or\n"
+    "                           offline (no network at all, not even loopback)\n"
     "  --workspace DIR          the workspace (default: the current directory)\n"
     "  --workspace-mode MODE    overlay (default) or direct (write straight through)\n"
     "  --session NAME           name the session; an existing one is continued\n"
@@ -49,7 +51,8 @@ int pdk_cmd_run(int argc, char **argv)
         OPT_TTY,
         OPT_PASS_FD,
         OPT_DEGRADED,
-        OPT_JSON
+        OPT_JSON,
+        OPT_PROFILE
     };
     static const struct option options[] = {
         {"policy", required_argument, NULL, OPT_POLICY},
@@ -61,6 +64,7 @@ int pdk_cmd_run(int argc, char **argv)
         {"pass-fd", required_argument, NULL, OPT_PASS_FD},
         {"allow-degraded", no_argument, NULL, OPT_DEGRADED},
         {"json", no_argument, NULL, OPT_JSON},
+        {"profile", required_argument, NULL, OPT_PROFILE},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -112,6 +116,15 @@ int pdk_cmd_run(int argc, char **argv)
         case OPT_JSON:
             json = true;
             break;
+        case OPT_PROFILE: {
+            bool known = false;
+            for (size_t i = 0; pdk_run_profiles[i]; i++)
+                known = known || strcmp(optarg, pdk_run_profiles[i]) == 0;
+            if (!known)
+                return run_usage_error("--profile takes default, readonly or offline, not", optarg);
+            opt.profile = optarg;
+            break;
+        }
         case 'h':
             fputs(usage, stdout);
             return PDK_EXIT_OK;

@@ -110,7 +110,8 @@ int pdk_mounts_open_sources(const pdk_sandbox_config *cfg, int userns_fd, pdk_mo
         out->binds[i] = -1;
     if (cfg->workspace) {
         bool direct = cfg->workspace_mode == PDK_WORKSPACE_DIRECT;
-        out->workspace = open_source(cfg->workspace, direct, userns_fd, "workspace", err);
+        out->workspace = open_source(cfg->workspace, direct && !cfg->workspace_readonly, userns_fd,
+                                     "workspace", err);
         if (out->workspace < 0)
             goto fail;
         if (!direct) {

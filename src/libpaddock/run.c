@@ -851,8 +851,28 @@ static void record_end(run_state *st, const pdk_run_report *report)
         pdk_warn("%s (the command has ended; its end is not in the audit log)", err.message);
 }
 
-int pdk_run(const pdk_run_options *opt, pdk_run_report *report, pdk_error *err)
+const char *const pdk_run_profiles[] = {"default", "readonly", "offline", NULL};
+
+int pdk_run(const pdk_run_options *given, pdk_run_report *report, pdk_error *err)
 {
+    pdk_run_options profiled = *given;
+    const pdk_run_options *opt = &profiled;
+    bool readonly = false, offline = false;
+    if (given->profile && strcmp(given->profile, "default") != 0) {
+        readonly = strcmp(given->profile, "readonly") == 0;
+        offline = strcmp(given->profile, "offline") == 0;
+        if (!readonly && !offline)
+            return pdk_error_set(err, 0,
+                                 "unknown profile '%s' (the profiles are default, readonly and "
+                                 "offline)",
+                                 given->profile);
+        if (readonly && given->session_name)
+            return pdk_error_set(err, 0,
+                                 "the readonly profile writes nothing to the workspace, so it "
+                                 "has no session to keep (drop --session)");
+        if (readonly)
+            profiled.workspace_mode = PDK_WORKSPACE_DIRECT;
+    }
     memset(report, 0, sizeof(*report));
     report->exit_status = PDK_EXIT_PADDOCK_FAILED;
     report->workspace_mode = opt->workspace_mode;
@@ -942,6 +962,10 @@ int pdk_run(const pdk_run_options *opt, pdk_run_report *report, pdk_error *err)
         goto out;
     if (st.watch)
         st.cfg.exec_handler = &watch.handler;
+    if (readonly)
+        st.cfg.workspace_readonly = true;
+    if (offline)
+        st.cfg.no_loopback = true;
     pdk_trace("config built");
 
     pdk_sandbox_result result;

@@ -18,7 +18,14 @@ typedef struct pdk_run_options {
     size_t pass_fd_count;
     bool tty;
     int64_t timeout_seconds; /* < 0: the policy's */
+    /* A built-in profile on top of the policy: NULL or "default" (nothing more),
+     * "readonly" (the workspace bound read-only: nothing is written to it, no session),
+     * "offline" (no network at all, not even loopback). */
+    const char *profile;
 } pdk_run_options;
+
+/* The profiles of pdk_run_options.profile, NULL-terminated. */
+extern const char *const pdk_run_profiles[];
 
 typedef struct pdk_run_report {
     int exit_status;  /* what `paddock run` exits with (contract) */

@@ -40,7 +40,8 @@ typedef struct pdk_sandbox_config {
 
     char *workspace; /* real path of the workspace, mounted at the same path; NULL: none */
     pdk_workspace_mode workspace_mode;
-    char *layers_dir; /* overlay mode: the session dir holding upper/ and work/ */
+    bool workspace_readonly; /* direct mode, bound read-only */
+    char *layers_dir;        /* overlay mode: the session dir holding upper/ and work/ */
 
     pdk_bind *binds; /* policy read_allow / write */
     size_t bind_count;
