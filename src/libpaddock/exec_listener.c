@@ -184,6 +184,18 @@ static void on_notification(evutil_socket_t fd, short what, void *arg)
     }
     uint64_t t0 = mono_ns();
     pid_t pid = (pid_t)req->pid;
+    if (req->data.nr == (int)SYS_connect) {
+        /* The confined process or a child of it: no network (nested confine). */
+        bool ok = !l->handler.connect || l->handler.connect(l->handler.arg, pid);
+        struct seccomp_notif_resp resp = {.id = req->id};
+        if (ok)
+            resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+        else
+            resp.error = -ECONNREFUSED;
+        (void)ioctl(fd, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+        free(req);
+        return;
+    }
     bool at = req->data.nr != (int)SYS_execve;
     uint64_t path_addr = at ? req->data.args[1] : req->data.args[0];
     uint64_t argv_addr = at ? req->data.args[2] : req->data.args[1];

@@ -50,6 +50,9 @@ typedef struct pdk_exec_handler {
      * request for pdk_exec_listener_answer(). */
     pdk_exec_answer (*judge)(void *arg, pdk_exec_listener *listener, pdk_exec_request *req,
                              uint64_t token, char *message, size_t message_size);
+    /* connect(2) of pid (with the connect notification): true lets it go on, false refuses
+     * it (ECONNREFUSED). NULL: every connect goes on. */
+    bool (*connect)(void *arg, pid_t pid);
     void *arg;
 } pdk_exec_handler;
 

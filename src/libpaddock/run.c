@@ -648,7 +648,67 @@ typedef struct exec_watch {
     pid_t refused_pid;
     char *refused_line;
     char *refused_message;
+    /* Processes a rule confined, by pid and start time (a pid is reused): they and their
+     * descendants have no network. */
+    struct confined_proc {
+        pid_t pid;
+        unsigned long long start;
+    } * confined;
+    size_t nconfined;
 } exec_watch;
+
+/* pid's parent and start time (field 22 of /proc/PID/stat); false when it is gone. */
+static bool proc_stat(pid_t pid, pid_t *ppid, unsigned long long *start)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return false;
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')');
+    if (!p)
+        return false;
+    /* after ") ": state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt cmajflt
+     * utime stime cutime cstime priority nice num_threads itrealvalue starttime */
+    int pp = 0;
+    unsigned long long st = 0;
+    if (sscanf(p + 2,
+               "%*c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
+               &pp, &st) != 2)
+        return false;
+    *ppid = pp;
+    *start = st;
+    return true;
+}
+
+static bool connect_allowed(void *arg, pid_t pid)
+{
+    exec_watch *w = arg;
+    if (w->nconfined == 0)
+        return true;
+    /* pid or one of its ancestors (up to the sandbox's init) confined? */
+    for (int depth = 0; depth < 64 && pid > 1; depth++) {
+        pid_t ppid;
+        unsigned long long start;
+        if (!proc_stat(pid, &ppid, &start))
+            break;
+        for (size_t i = 0; i < w->nconfined; i++)
+            if (w->confined[i].pid == pid && w->confined[i].start == start) {
+                json_t *o = json_pack("{s:i}", "pid", (int)pid);
+                pdk_error err = {0};
+                (void)pdk_audit_spool_write(w->st->spool, w->st->session->id, "connect.refused", o,
+                                            false, &err);
+                return false;
+            }
+        pid = ppid;
+    }
+    return true;
+}
 
 static void note_refusal(exec_watch *w, pid_t pid, const char *line, const char *message)
 {
@@ -770,8 +830,19 @@ static pdk_exec_answer judge_exec(void *arg, pdk_exec_listener *listener, pdk_ex
         note_refusal(w, req->pid, line, message);
         return PDK_EXEC_DENY;
     }
+    if (v.decision == PDK_DECISION_CONFINE) {
+        /* Inside a running sandbox: no network for it and its descendants (their connects
+         * are refused); its writes stay in the session layer. */
+        pid_t ppid;
+        unsigned long long start;
+        if (proc_stat(req->pid, &ppid, &start)) {
+            w->confined = xrealloc(w->confined, (w->nconfined + 1) * sizeof(*w->confined));
+            w->confined[w->nconfined++] = (struct confined_proc){req->pid, start};
+        }
+        return PDK_EXEC_ALLOW;
+    }
     if (v.decision != PDK_DECISION_ASK)
-        return PDK_EXEC_ALLOW; /* confine inside: its writes stay in the session layer */
+        return PDK_EXEC_ALLOW;
     if (!w->store && pdk_store_open(st->state_dir, true, &w->store, &err) < 0) {
         snprintf(message, message_size, "paddock: cannot ask for approval (%s): denied\n",
                  err.message);
@@ -822,6 +893,7 @@ static pdk_exec_answer judge_exec(void *arg, pdk_exec_listener *listener, pdk_ex
 
 static void exec_watch_free(exec_watch *w)
 {
+    free(w->confined);
     free(w->refused_line);
     free(w->refused_message);
     for (size_t i = 0; i < w->npending; i++)
@@ -955,13 +1027,19 @@ int pdk_run(const pdk_run_options *given, pdk_run_report *report, pdk_error *err
     exec_watch watch = {.st = &st};
     if (st.policy->commands.count > 0 ||
         st.policy->commands.default_decision != PDK_DECISION_ALLOW) {
-        watch.handler = (pdk_exec_handler){.judge = judge_exec, .arg = &watch};
+        watch.handler =
+            (pdk_exec_handler){.judge = judge_exec, .connect = connect_allowed, .arg = &watch};
         st.watch = &watch;
     }
     if (build_config(&st, err) < 0)
         goto out;
-    if (st.watch)
+    if (st.watch) {
         st.cfg.exec_handler = &watch.handler;
+        /* Connects are watched only when some rule confines. */
+        for (size_t i = 0; i < st.policy->commands.count; i++)
+            if (st.policy->commands.rules[i].decision == PDK_DECISION_CONFINE)
+                st.cfg.notify_connect = true;
+    }
     if (readonly)
         st.cfg.workspace_readonly = true;
     if (offline)

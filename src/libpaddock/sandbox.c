@@ -119,7 +119,8 @@ int pdk_sandbox_run(const pdk_sandbox_config *cfg, pdk_sandbox_result *res, pdk_
     /* 1. Everything that can be prepared before the clone. */
     pdk_seccomp_program seccomp;
     pdk_seccomp_options sopts = {.nested_userns = cfg->nested_userns,
-                                 .notify_exec = cfg->exec_handler != NULL};
+                                 .notify_exec = cfg->exec_handler != NULL,
+                                 .notify_connect = cfg->notify_connect};
     if (pdk_seccomp_build(&sopts, &seccomp, err) < 0)
         return -1;
     pdk_trace("seccomp built");

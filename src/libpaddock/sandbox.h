@@ -88,6 +88,7 @@ typedef struct pdk_sandbox_config {
     /* Every execve/execveat inside the sandbox goes to this handler (the supervisor's exec
      * listener, exec_listener.h). NULL: execs are not watched. */
     const struct pdk_exec_handler *exec_handler;
+    bool notify_connect; /* connects to the handler too (for nested confine) */
 
     /* Background work for the supervisor while the sandbox starts and runs: called again and
      * again between the supervisor's events for as long as it returns true. Each call must

@@ -10,7 +10,8 @@
 
 int pdk_seccomp_build(const pdk_seccomp_options *options, pdk_seccomp_program *out, pdk_error *err)
 {
-    unsigned variant = (options->nested_userns ? 1 : 0) | (options->notify_exec ? 2 : 0);
+    unsigned variant = (options->nested_userns ? 1 : 0) | (options->notify_exec ? 2 : 0) |
+                       (options->notify_exec && options->notify_connect ? 4 : 0);
     if (variant >= PDK_SECCOMP_VARIANTS || pdk__seccomp_programs[variant].length == 0)
         return pdk_error_set(err, EINVAL, "no seccomp program for variant %u", variant);
     *out = pdk__seccomp_programs[variant];

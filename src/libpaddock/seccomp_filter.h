@@ -11,7 +11,7 @@
  * that libc falls back to clone, whose flags can be checked; socket families other than
  * AF_UNIX, AF_INET and AF_INET6 get EAFNOSUPPORT. With notify_exec, execve and execveat go
  * to a user-notification listener (the supervisor's exec_listener.c) that judges them by
- * the policy's command rules.
+ * the policy's command rules; with notify_connect, connect too (nested confine).
  */
 #ifndef PADDOCK_SECCOMP_FILTER_H
 #define PADDOCK_SECCOMP_FILTER_H
@@ -22,7 +22,8 @@
 
 typedef struct pdk_seccomp_options {
     bool nested_userns;
-    bool notify_exec; /* execve/execveat to a user-notification listener */
+    bool notify_exec;    /* execve/execveat to a user-notification listener */
+    bool notify_connect; /* connect too (with notify_exec): nested confine */
 } pdk_seccomp_options;
 
 typedef struct pdk_seccomp_program {
@@ -31,8 +32,9 @@ typedef struct pdk_seccomp_program {
     bool notify; /* installing it makes a listener */
 } pdk_seccomp_program;
 
-/* Variants: bit 0 = nested user namespaces allowed, bit 1 = exec notification. */
-#define PDK_SECCOMP_VARIANTS 4
+/* Variants: bit 0 = nested user namespaces allowed, bit 1 = exec notification, bit 2 =
+ * connect notification too. */
+#define PDK_SECCOMP_VARIANTS 8
 
 /* The programs of one architecture. */
 typedef struct pdk_seccomp_program_set {

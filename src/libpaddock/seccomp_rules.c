@@ -29,11 +29,12 @@
 #include <unistd.h>
 
 #define PDK_ARRAY_SIZE(a)    (sizeof(a) / sizeof((a)[0]))
-#define PDK_SECCOMP_VARIANTS 4
+#define PDK_SECCOMP_VARIANTS 8
 
 typedef struct pdk_seccomp_options {
     bool nested_userns;
     bool notify_exec;
+    bool notify_connect;
 } pdk_seccomp_options;
 
 #ifndef CLONE_NEWTIME
@@ -206,14 +207,18 @@ static int build_rules(scmp_filter_ctx ctx, const pdk_seccomp_options *options, 
 #define ARG0_LOW (offsetof(struct seccomp_data, args[0]))
 
 static size_t prefix_program(struct sock_filter *out, uint32_t arch, bool nested_userns,
-                             bool notify_exec)
+                             bool notify_exec, bool notify_connect)
 {
     int personality = seccomp_syscall_resolve_name_arch(arch, "personality");
     int clone = seccomp_syscall_resolve_name_arch(arch, "clone");
     int execve = seccomp_syscall_resolve_name_arch(arch, "execve");
     int execveat = seccomp_syscall_resolve_name_arch(arch, "execveat");
-    if (personality < 0 || clone < 0 || execve < 0 || execveat < 0)
+    int connect = seccomp_syscall_resolve_name_arch(arch, "connect");
+    if (personality < 0 || clone < 0 || execve < 0 || execveat < 0 || connect < 0)
         return 0;
+    /* With connect notified too, execve, execveat and connect go to the listener; without,
+     * the same code with a number no syscall has in connect's place. */
+    uint32_t connect_nr = notify_connect ? (uint32_t)connect : 0xffffffffu;
     const uint32_t eperm = SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA);
     /* Indices: 0-3 dispatch, 4-6 personality, 7-9 clone, 10 allow, 11 eperm; 12 is the
      * first instruction of libseccomp's program. */
@@ -237,21 +242,22 @@ static size_t prefix_program(struct sock_filter *out, uint32_t arch, bool nested
         memcpy(out, p, sizeof(p));
         return PDK_ARRAY_SIZE(p);
     }
-    /* execve and execveat to the listener: three instructions after the load of nr, the
-     * jumps of the dispatch over them stretched by three. */
-    struct sock_filter n[PDK_ARRAY_SIZE(p) + 3];
+    /* execve, execveat (and connect) to the listener: four instructions after the load of
+     * nr, the jumps of the dispatch over them stretched by four. */
+    struct sock_filter n[PDK_ARRAY_SIZE(p) + 4];
     size_t k = 0;
     for (size_t i = 0; i < PDK_ARRAY_SIZE(p); i++) {
         struct sock_filter ins = p[i];
         if (i == 1)
-            ins.jf += 3; /* arch mismatch: to libseccomp's program */
+            ins.jf += 4; /* arch mismatch: to libseccomp's program */
         n[k++] = ins;
         if (i == 2) {
-            /* after "ld nr": 3 jeq execve, 4 jeq execveat, 5 ret notify */
+            /* after "ld nr": 3 jeq execve, 4 jeq execveat, 5 jeq connect, 6 ret notify */
             n[k++] =
-                (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)execve, 1, 0);
+                (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)execve, 2, 0);
             n[k++] =
-                (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)execveat, 0, 1);
+                (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)execveat, 1, 0);
+            n[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, connect_nr, 0, 1);
             n[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF);
         }
     }
@@ -271,7 +277,8 @@ static const struct {
 static int generate(FILE *out, size_t arch, unsigned variant)
 {
     pdk_seccomp_options options = {.nested_userns = (variant & 1) != 0,
-                                   .notify_exec = (variant & 2) != 0};
+                                   .notify_exec = (variant & 6) != 0,
+                                   .notify_connect = (variant & 4) != 0};
     target_arch = arches[arch].token;
     scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
     if (!ctx)
@@ -310,8 +317,8 @@ static int generate(FILE *out, size_t arch, unsigned variant)
     struct sock_filter *prog = malloc((size_t)st.st_size + 16 * sizeof(struct sock_filter));
     if (!prog)
         return -ENOMEM;
-    size_t pre =
-        prefix_program(prog, arches[arch].token, options.nested_userns, options.notify_exec);
+    size_t pre = prefix_program(prog, arches[arch].token, options.nested_userns,
+                                options.notify_exec, options.notify_connect);
     if (pre == 0 || pread(mfd, prog + pre, (size_t)st.st_size, 0) != st.st_size)
         return -EIO;
     n += pre;
@@ -353,7 +360,7 @@ int main(int argc, char **argv)
         for (unsigned v = 0; v < PDK_SECCOMP_VARIANTS; v++)
             fprintf(out,
                     "{(struct sock_filter *)program_%s_%u, PDK_ARRAY_SIZE(program_%s_%u), %s}, ",
-                    arches[a].name, v, arches[a].name, v, (v & 2) ? "true" : "false");
+                    arches[a].name, v, arches[a].name, v, (v & 6) ? "true" : "false");
         fprintf(out, "}},\n");
     }
     fprintf(out, "    {NULL, {{NULL, 0}}},\n};\n\n");

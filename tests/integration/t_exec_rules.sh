@@ -90,3 +90,29 @@ wrun -- sh -c '/bin/true; /bin/true'
 pdk audit --json
 expect_eq "no rules, no exec events" 0 \
     "$(printf '%s\n' "$OUT" | tail -n 2 | grep -c '"kind":"exec"')"
+
+# A nested confine: that process and its descendants lose the network (connects refused),
+# others keep it.
+cat >"$T/confine.yaml" <<'YAML'
+version: 1
+commands:
+  rules:
+    - {match: [sh, -c, "python3*"], decision: confine}
+YAML
+cat >"$WS/lo.py" <<'PY'
+import socket
+s = socket.socket()
+try:
+    s.bind(("127.0.0.1", 0)); s.listen()
+    socket.create_connection(s.getsockname(), timeout=5); print("connected")
+except OSError as e:
+    print("errno", e.errno)
+PY
+printf 'python3 lo.py\nsh -c "python3 lo.py"\nsh -c "python3 lo.py; true"\n' >"$WS/net.sh"
+wrun --policy "$T/confine.yaml" -- sh ./net.sh
+expect_eq "a process outside the confined one keeps loopback" "connected" \
+    "$(printf '%s\n' "$OUT" | sed -n 1p)"
+expect_eq "the confined one is refused (ECONNREFUSED)" "errno 111" "$(printf '%s\n' "$OUT" | sed -n 2p)"
+expect_eq "... and so is its child" "errno 111" "$(printf '%s\n' "$OUT" | sed -n 3p)"
+pdk audit --json
+expect_match "a refused connect is in the audit log" '"kind":"connect.refused"' "$OUT"

@@ -268,10 +268,13 @@ static void test_arguments(void **state)
                 NULL};
             for (size_t k = 0; ok[k]; k++)
                 check_allowed(a, v, ok[k], 0, 0);
-            /* exec: to the listener in the notifying variants (bit 1), else allowed */
-            uint32_t exec = (v & 2) ? SECCOMP_RET_USER_NOTIF : SECCOMP_RET_ALLOW;
+            /* exec: to the listener in the notifying variants (bits 1, 2), else allowed;
+             * connect only in those of bit 2 */
+            uint32_t exec = (v & 6) ? SECCOMP_RET_USER_NOTIF : SECCOMP_RET_ALLOW;
             assert_int_equal(verdict(a, v, "execve", 0, 0), exec);
             assert_int_equal(verdict(a, v, "execveat", 0, 0), exec);
+            uint32_t conn = (v & 4) ? SECCOMP_RET_USER_NOTIF : SECCOMP_RET_ALLOW;
+            assert_int_equal(verdict(a, v, "connect", 0, 0), conn);
         }
     }
 }
