@@ -10,6 +10,7 @@
 #define PADDOCK_CLI_H
 
 #include "../libpaddock/error.h"
+#include "../libpaddock/store.h"
 #include "../libpaddock/util.h"
 
 #include <jansson.h>
@@ -57,6 +58,10 @@ int pdk_cli_fail(const pdk_error *err, int code);
 
 /* The state dir per the contract, created (0700) when create is true. */
 int pdk_cli_state_dir(bool create, char **out, pdk_error *err);
+
+/* The state dir's store (created when missing), with the runs' audit spools folded into it
+ * first when fold is true; an exit code, the error already printed. */
+int pdk_cli_open_store(bool fold, pdk_store **store);
 
 /* Record an event of the audit log (through this process's spool, fdatasync'ed) before the
  * action it describes; data is stolen. 0, or -1 with err: the caller does not go on. */

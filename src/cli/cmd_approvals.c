@@ -43,15 +43,6 @@ static const char deny_usage[] = "usage: paddock deny ID [--reason TEXT] [--json
                                  "  --json         print {\"id\": ..., \"state\": ...}\n"
                                  "  -h, --help     show this help\n";
 
-static int open_store(pdk_store **store)
-{
-    pdk_error err = {0};
-    _cleanup_free_ char *state = NULL;
-    if (pdk_cli_state_dir(true, &state, &err) < 0 || pdk_store_open(state, true, store, &err) < 0)
-        return pdk_cli_fail(&err, PDK_EXIT_FAILED);
-    return PDK_EXIT_OK;
-}
-
 typedef struct list_state {
     bool json;
     int64_t last_created;
@@ -139,7 +130,7 @@ int pdk_cmd_approvals(int argc, char **argv)
     if (optind < argc)
         return pdk_cli_usage_error("approvals", "unexpected argument '%s'", argv[optind]);
     pdk_store *store = NULL;
-    int r = open_store(&store);
+    int r = pdk_cli_open_store(false, &store);
     if (r != PDK_EXIT_OK)
         return r;
     pdk_error err = {0};
@@ -209,7 +200,7 @@ static int answer(int argc, char **argv, bool approve)
                                    argv[optind + 1]);
     const char *id = argv[optind];
     pdk_store *store = NULL;
-    int r = open_store(&store);
+    int r = pdk_cli_open_store(false, &store);
     if (r != PDK_EXIT_OK)
         return r;
     pdk_error err = {0};

@@ -77,20 +77,6 @@ static int parse_since(const char *s, int64_t *out_ns)
 }
 
 /* The store, with what runs spooled folded in. */
-static int open_store(pdk_store **store)
-{
-    pdk_error err = {0};
-    _cleanup_free_ char *state = NULL;
-    if (pdk_cli_state_dir(true, &state, &err) < 0 || pdk_store_open(state, true, store, &err) < 0)
-        return pdk_cli_fail(&err, PDK_EXIT_FAILED);
-    if (pdk_audit_fold(*store, state, &err) < 0) {
-        pdk_store_close(*store);
-        *store = NULL;
-        return pdk_cli_fail(&err, PDK_EXIT_FAILED);
-    }
-    return PDK_EXIT_OK;
-}
-
 static int verify(int argc, char **argv)
 {
     bool json = false;
@@ -100,7 +86,7 @@ static int verify(int argc, char **argv)
     if (optind < argc)
         return pdk_cli_usage_error("audit verify", "unexpected argument '%s'", argv[optind]);
     pdk_store *store = NULL;
-    int r = open_store(&store);
+    int r = pdk_cli_open_store(true, &store);
     if (r != PDK_EXIT_OK)
         return r;
     pdk_audit_verdict v;
@@ -164,7 +150,7 @@ static int list(int argc, char **argv, bool force_json)
         return pdk_cli_usage_error(argv[0], "unexpected argument '%s' (see paddock audit --help)",
                                    argv[optind]);
     pdk_store *store = NULL;
-    int r = open_store(&store);
+    int r = pdk_cli_open_store(true, &store);
     if (r != PDK_EXIT_OK)
         return r;
     pdk_error err = {0};

@@ -130,6 +130,20 @@ int pdk_cli_state_dir(bool create, char **out, pdk_error *err)
     return pdk_state_dir(create, out, err);
 }
 
+int pdk_cli_open_store(bool fold, pdk_store **store)
+{
+    pdk_error err = {0};
+    _cleanup_free_ char *state = NULL;
+    if (pdk_cli_state_dir(true, &state, &err) < 0 || pdk_store_open(state, true, store, &err) < 0)
+        return pdk_cli_fail(&err, PDK_EXIT_FAILED);
+    if (fold && pdk_audit_fold(*store, state, &err) < 0) {
+        pdk_store_close(*store);
+        *store = NULL;
+        return pdk_cli_fail(&err, PDK_EXIT_FAILED);
+    }
+    return PDK_EXIT_OK;
+}
+
 void pdk_cli_print_json(json_t *value)
 {
     char *s = json_dumps(value, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_ENSURE_ASCII);

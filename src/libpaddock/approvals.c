@@ -28,13 +28,6 @@ static pdk_approval_state parse_state(const char *s)
     return PDK_APPROVAL_EXPIRED;
 }
 
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 void pdk_approval_clear(pdk_approval *a)
 {
     free(a->session);
@@ -77,28 +70,10 @@ json_t *pdk_approval_json(const pdk_approval *a)
 json_t *pdk_approval_parents_of(pid_t pid)
 {
     json_t *chain = json_array();
-    for (int depth = 0; depth < 16 && pid > 1; depth++) {
-        char path[64], buf[512];
-        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-            break;
-        ssize_t n = read(fd, buf, sizeof(buf) - 1);
-        close(fd);
-        if (n <= 0)
-            break;
-        buf[n] = '\0';
-        /* pid (comm) state ppid ...: comm may hold spaces and parentheses */
-        char *open_paren = strchr(buf, '('), *close_paren = strrchr(buf, ')');
-        if (!open_paren || !close_paren || close_paren < open_paren)
-            break;
-        *close_paren = '\0';
-        int ppid = 0;
-        if (sscanf(close_paren + 2, "%*c %d", &ppid) != 1)
-            break;
-        json_array_append_new(chain,
-                              json_pack("{s:i, s:s}", "pid", (int)pid, "comm", open_paren + 1));
-        pid = ppid;
+    pdk_proc_stat ps;
+    for (int depth = 0; depth < 16 && pid > 1 && pdk_proc_stat_read(pid, &ps); depth++) {
+        json_array_append_new(chain, json_pack("{s:i, s:s}", "pid", (int)pid, "comm", ps.comm));
+        pid = ps.ppid;
     }
     return chain;
 }
@@ -107,7 +82,7 @@ static void new_id(char out[17])
 {
     unsigned char r[8] = {0};
     if (getrandom(r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r)) {
-        int64_t t = now_ns();
+        int64_t t = pdk_now_realtime_ns();
         memcpy(r, &t, sizeof(r));
     }
     static const char hex[] = "0123456789abcdef";
@@ -136,7 +111,7 @@ static void bind_json(sqlite3_stmt *st, int i, json_t *v)
 int pdk_approval_create(pdk_store *store, pdk_approval *a, pdk_error *err)
 {
     new_id(a->id);
-    a->created_ns = now_ns();
+    a->created_ns = pdk_now_realtime_ns();
     a->state = PDK_APPROVAL_PENDING;
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(pdk_store_db(store),
@@ -229,7 +204,7 @@ int pdk_approval_answer(pdk_store *store, const char *id, bool approve, bool alw
                            -1, &st, NULL) != SQLITE_OK)
         return pdk_store_error(store, err, "answering the approval request");
     sqlite3_bind_text(st, 1, approve ? "approved" : "denied", -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 2, now_ns());
+    sqlite3_bind_int64(st, 2, pdk_now_realtime_ns());
     bind_str(st, 3, by);
     bind_str(st, 4, reason);
     sqlite3_bind_int64(st, 5, approve && always ? 1 : 0);
@@ -258,7 +233,7 @@ int pdk_approval_expire(pdk_store *store, const char *id, pdk_error *err)
                            "AND state = 'pending'",
                            -1, &st, NULL) != SQLITE_OK)
         return pdk_store_error(store, err, "expiring the approval request");
-    sqlite3_bind_int64(st, 1, now_ns());
+    sqlite3_bind_int64(st, 1, pdk_now_realtime_ns());
     sqlite3_bind_text(st, 2, id, -1, SQLITE_TRANSIENT);
     int r = sqlite3_step(st);
     sqlite3_finalize(st);

@@ -144,13 +144,6 @@ static int read_head(pdk_store *store, int64_t *seq, char hash[65], pdk_error *e
     return 0;
 }
 
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* Append inside the caller's transaction. */
 static int append_in_tx(pdk_store *store, pdk_audit_item *items, size_t count, pdk_error *err)
 {
@@ -182,7 +175,7 @@ static int append_in_tx(pdk_store *store, pdk_audit_item *items, size_t count, p
         _cleanup_free_ char *kind = redact_text(items[i].kind);
         const char *s = session ? session : items[i].session;
         const char *k = kind ? kind : items[i].kind;
-        int64_t t = items[i].time_ns > 0 ? items[i].time_ns : now_ns();
+        int64_t t = items[i].time_ns > 0 ? items[i].time_ns : pdk_now_realtime_ns();
         char hash[65];
         seq++;
         chain_hash(prev, seq, t, s, k, text ? text : "{}", hash);
@@ -441,8 +434,8 @@ static int spool_create(pdk_audit_spool *sp, pdk_error *err)
         return pdk_error_set(err, errno, "cannot create the audit spool %s", sp->dir);
     for (int attempt = 0; attempt < 100; attempt++) {
         free(sp->path);
-        sp->path =
-            xasprintf("%s/%019" PRId64 "-%d-%d.jsonl", sp->dir, now_ns(), (int)getpid(), attempt);
+        sp->path = xasprintf("%s/%019" PRId64 "-%d-%d.jsonl", sp->dir, pdk_now_realtime_ns(),
+                             (int)getpid(), attempt);
         sp->fd =
             open(sp->path, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (sp->fd >= 0)
@@ -483,7 +476,7 @@ int pdk_audit_spool_write(pdk_audit_spool *sp, const char *session, const char *
     _cleanup_free_ char *rk = redact_text(kind);
     char hash[65];
     _cleanup_free_ char *line =
-        spool_line(sp->prev, now_ns(), rs ? rs : session, rk ? rk : kind, text, hash);
+        spool_line(sp->prev, pdk_now_realtime_ns(), rs ? rs : session, rk ? rk : kind, text, hash);
     free(text);
     if (sp->fd < 0 && spool_create(sp, err) < 0)
         return -1;

@@ -34,13 +34,6 @@ struct pdk_exec_listener {
     char *told;     /* each directory of PATH in turn) */
 };
 
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* Read a NUL-terminated string at addr of pid (new string), page by page; NULL when
  * unreadable or longer than max. */
 static char *read_string(pid_t pid, uint64_t addr, size_t max)
@@ -95,13 +88,12 @@ fail:
     return NULL;
 }
 
-static void respond(pdk_exec_listener *l, uint64_t id, bool allow)
+/* Let the system call go on (error 0) or fail it with error. */
+static void respond(pdk_exec_listener *l, uint64_t id, int error)
 {
-    struct seccomp_notif_resp resp = {.id = id};
-    if (allow)
+    struct seccomp_notif_resp resp = {.id = id, .error = -error};
+    if (!error)
         resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
-    else
-        resp.error = -EACCES;
     if (ioctl(l->fd, SECCOMP_IOCTL_NOTIF_SEND, &resp) < 0 && errno != ENOENT)
         pdk_debug("seccomp notification %llu: %s", (unsigned long long)id, strerror(errno));
 }
@@ -182,17 +174,12 @@ static void on_notification(evutil_socket_t fd, short what, void *arg)
         free(req); /* ENOENT: the target died before we read it */
         return;
     }
-    uint64_t t0 = mono_ns();
+    uint64_t t0 = pdk_now_monotonic_ns();
     pid_t pid = (pid_t)req->pid;
     if (req->data.nr == (int)SYS_connect) {
         /* The confined process or a child of it: no network (nested confine). */
         bool ok = !l->handler.connect || l->handler.connect(l->handler.arg, pid);
-        struct seccomp_notif_resp resp = {.id = req->id};
-        if (ok)
-            resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
-        else
-            resp.error = -ECONNREFUSED;
-        (void)ioctl(fd, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+        respond(l, req->id, ok ? 0 : ECONNREFUSED);
         free(req);
         return;
     }
@@ -219,12 +206,11 @@ static void on_notification(evutil_socket_t fd, short what, void *arg)
     answer = l->handler.judge(l->handler.arg, l, &er, req->id, message, sizeof(message));
     free(er.cwd_buf);
     l->execs++;
-    l->busy_ns += mono_ns() - t0;
+    l->busy_ns += pdk_now_monotonic_ns() - t0;
     if (answer == PDK_EXEC_ALLOW) {
-        respond(l, req->id, true);
+        respond(l, req->id, 0);
     } else if (answer == PDK_EXEC_MISSING) {
-        struct seccomp_notif_resp resp = {.id = req->id, .error = -ENOENT};
-        (void)ioctl(fd, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+        respond(l, req->id, ENOENT);
     } else if (answer == PDK_EXEC_DENY) {
         if (pid != l->told_pid || !l->told || strcmp(l->told, message) != 0) {
             tell(pid, message);
@@ -232,7 +218,7 @@ static void on_notification(evutil_socket_t fd, short what, void *arg)
             l->told = xstrdup(message);
             l->told_pid = pid;
         }
-        respond(l, req->id, false);
+        respond(l, req->id, EACCES);
     }
     free(req);
 }
@@ -265,18 +251,12 @@ void pdk_exec_listener_answer(pdk_exec_listener *l, uint64_t token, pid_t pid, b
 {
     if (!allow && ioctl(l->fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &token) == 0)
         tell(pid, message);
-    respond(l, token, allow);
+    respond(l, token, allow ? 0 : EACCES);
 }
 
 struct event_base *pdk_exec_listener_base(const pdk_exec_listener *l)
 {
     return l->base;
-}
-
-void pdk_exec_listener_stats(const pdk_exec_listener *l, uint64_t *execs, uint64_t *busy_ns)
-{
-    *execs = l ? l->execs : 0;
-    *busy_ns = l ? l->busy_ns : 0;
 }
 
 void pdk_exec_listener_free(pdk_exec_listener *l)

@@ -64,8 +64,6 @@ void pdk_exec_listener_answer(pdk_exec_listener *listener, uint64_t token, pid_t
                               const char *message);
 /* The loop it is served on (for the handler's own timers). */
 struct event_base *pdk_exec_listener_base(const pdk_exec_listener *listener);
-/* Execs seen and how long judging took (for the benchmark). */
-void pdk_exec_listener_stats(const pdk_exec_listener *listener, uint64_t *execs, uint64_t *busy_ns);
 void pdk_exec_listener_free(pdk_exec_listener *listener);
 
 #endif

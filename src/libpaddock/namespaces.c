@@ -106,6 +106,26 @@ int pdk_idmap_write(const pdk_idmap *map, pid_t pid, pdk_error *err)
     return write_proc(pid, "gid_map", buf, err);
 }
 
+/* Bring up lo in the current network namespace; -1 with errno set. */
+static int loopback_up(void)
+{
+    int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (s < 0)
+        return -1;
+    struct ifreq ifr;
+    memset(&ifr, 0, sizeof(ifr));
+    memcpy(ifr.ifr_name, "lo", 3);
+    int r = ioctl(s, SIOCGIFFLAGS, &ifr);
+    if (r == 0) {
+        ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+        r = ioctl(s, SIOCSIFFLAGS, &ifr);
+    }
+    int e = errno;
+    close(s);
+    errno = e;
+    return r;
+}
+
 int pdk_netns_create(bool loopback, bool no_nested_userns, const char **what)
 {
     if (unshare(CLONE_NEWNET) < 0) {
@@ -117,23 +137,12 @@ int pdk_netns_create(bool loopback, bool no_nested_userns, const char **what)
         *what = "opening the new network namespace";
         return -1;
     }
-    int s = loopback ? socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0) : -2;
-    struct ifreq ifr;
-    memset(&ifr, 0, sizeof(ifr));
-    memcpy(ifr.ifr_name, "lo", 3);
-    if (s == -2) {
-        /* no interface up */
-    } else if (s < 0 || ioctl(s, SIOCGIFFLAGS, &ifr) < 0 ||
-               (ifr.ifr_flags |= IFF_UP | IFF_RUNNING, ioctl(s, SIOCSIFFLAGS, &ifr) < 0)) {
+    if (loopback && loopback_up() < 0) {
         int e = errno;
-        if (s >= 0)
-            close(s);
         close(fd);
         errno = e;
         *what = "bringing up loopback";
         return -1;
-    } else {
-        close(s);
     }
     if (no_nested_userns) {
         /* Belt and braces: the seccomp filter refuses new user namespaces already. */

@@ -495,6 +495,32 @@ static void walk_section(parse_state *st, yaml_node_t *map, const char *section,
     }
 }
 
+/* The values of a mapping's keys (values[k] for keys[k], NULL when absent; the handlers are
+ * not used), any other key reported; false (after a diagnostic) when n is not a mapping. */
+static bool mapping_values(parse_state *st, const char *field, yaml_node_t *n, const key_spec *keys,
+                           size_t nkeys, yaml_node_t **values)
+{
+    if (!expect_type(st, field, n, YAML_MAPPING_NODE))
+        return false;
+    for (size_t k = 0; k < nkeys; k++)
+        values[k] = NULL;
+    size_t count = 0;
+    _cleanup_free_ map_entry *entries = map_entries(st, n, field, &count);
+    for (size_t i = 0; i < count; i++) {
+        map_entry *e = &entries[i];
+        if (!e->key || e->duplicate)
+            continue;
+        size_t k = 0;
+        while (k < nkeys && !key_is(e, keys[k].name))
+            k++;
+        if (k < nkeys)
+            values[k] = e->value;
+        else
+            unknown_key(st, e, field, keys, nkeys);
+    }
+    return true;
+}
+
 /* The items of a list node; false (after a diagnostic) when n is not a list. */
 static bool list_items(parse_state *st, const char *field, yaml_node_t *n, yaml_node_item_t **items,
                        size_t *count)
@@ -1154,32 +1180,13 @@ static void handle_commands_default(parse_state *st, const char *field, yaml_nod
     parse_decision(st, field, n, &st->policy->commands.default_decision);
 }
 
-static const char *const rule_keys[] = {"match", "decision", "reason"};
-
 static void command_rule(parse_state *st, const char *field, yaml_node_t *n)
 {
-    if (!expect_type(st, field, n, YAML_MAPPING_NODE))
+    static const key_spec keys[] = {{"match", NULL}, {"decision", NULL}, {"reason", NULL}};
+    yaml_node_t *values[PDK_ARRAY_SIZE(keys)];
+    if (!mapping_values(st, field, n, keys, PDK_ARRAY_SIZE(keys), values))
         return;
-    size_t count = 0;
-    _cleanup_free_ map_entry *entries = map_entries(st, n, field, &count);
-    yaml_node_t *match = NULL, *decision = NULL, *reason = NULL;
-    for (size_t i = 0; i < count; i++) {
-        map_entry *e = &entries[i];
-        if (!e->key || e->duplicate)
-            continue;
-        if (key_is(e, "match"))
-            match = e->value;
-        else if (key_is(e, "decision"))
-            decision = e->value;
-        else if (key_is(e, "reason"))
-            reason = e->value;
-        else {
-            key_spec specs[PDK_ARRAY_SIZE(rule_keys)];
-            for (size_t k = 0; k < PDK_ARRAY_SIZE(rule_keys); k++)
-                specs[k] = (key_spec){rule_keys[k], NULL};
-            unknown_key(st, e, field, specs, PDK_ARRAY_SIZE(specs));
-        }
-    }
+    yaml_node_t *match = values[0], *decision = values[1], *reason = values[2];
     bool ok = true;
     if (!match) {
         diag_node(st, n, "%s: a rule needs \"match\" (an argv prefix, e.g. [git, push])", field);
@@ -1260,26 +1267,11 @@ typedef struct pending_example {
 
 static void example(parse_state *st, const char *field, yaml_node_t *n)
 {
-    if (!expect_type(st, field, n, YAML_MAPPING_NODE))
+    static const key_spec keys[] = {{"command", NULL}, {"argv", NULL}, {"decision", NULL}};
+    yaml_node_t *values[PDK_ARRAY_SIZE(keys)];
+    if (!mapping_values(st, field, n, keys, PDK_ARRAY_SIZE(keys), values))
         return;
-    size_t count = 0;
-    _cleanup_free_ map_entry *entries = map_entries(st, n, field, &count);
-    yaml_node_t *command = NULL, *argv = NULL, *decision = NULL;
-    for (size_t i = 0; i < count; i++) {
-        map_entry *e = &entries[i];
-        if (!e->key || e->duplicate)
-            continue;
-        if (key_is(e, "command"))
-            command = e->value;
-        else if (key_is(e, "argv"))
-            argv = e->value;
-        else if (key_is(e, "decision"))
-            decision = e->value;
-        else {
-            static const key_spec specs[] = {{"command", NULL}, {"argv", NULL}, {"decision", NULL}};
-            unknown_key(st, e, field, specs, PDK_ARRAY_SIZE(specs));
-        }
-    }
+    yaml_node_t *command = values[0], *argv = values[1], *decision = values[2];
     pdk_decision d;
     if (!decision) {
         diag_node(st, n, "%s: an example needs \"decision\" (what the rules must decide)", field);

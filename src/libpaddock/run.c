@@ -476,6 +476,17 @@ static char *argv_line(char *const *argv)
     return b.data ? b.data : xstrdup("");
 }
 
+/* Record the request a (filled by the caller; given its id here) in store, and
+ * approval.asked in the run's audit spool. */
+static int approval_ask(run_state *st, pdk_store *store, pdk_approval *a, pdk_error *err)
+{
+    if (pdk_approval_create(store, a, err) < 0)
+        return -1;
+    json_t *asked = json_pack("{s:s, s:O, s:s, s:s, s:s, s:O}", "id", a->id, "argv", a->argv, "cwd",
+                              a->cwd, "rule", a->rule, "reason", a->reason, "parents", a->parents);
+    return pdk_audit_spool_write(st->spool, a->session, "approval.asked", asked, true, err);
+}
+
 /* What the policy's ask means for this run: 1 approved, 0 denied (reported, recorded), -1
  * with err when it could not be asked. */
 static int ask_human(run_state *st, pdk_run_report *report, pdk_error *err)
@@ -506,11 +517,7 @@ static int ask_human(run_state *st, pdk_run_report *report, pdk_error *err)
     a.cwd = xstrdup(cwd ? cwd : "");
     a.rule = xstrdup(report->decided_by);
     a.reason = xstrdup(st->verdict.reason);
-    if (pdk_approval_create(store, &a, err) < 0)
-        goto out;
-    json_t *asked = json_pack("{s:s, s:O, s:s, s:s, s:s, s:O}", "id", a.id, "argv", a.argv, "cwd",
-                              a.cwd, "rule", a.rule, "reason", a.reason, "parents", a.parents);
-    if (pdk_audit_spool_write(st->spool, a.session, "approval.asked", asked, true, err) < 0)
+    if (approval_ask(st, store, &a, err) < 0)
         goto out;
     int64_t timeout = st->policy->approval_timeout_seconds;
     fprintf(stderr,
@@ -657,55 +664,23 @@ typedef struct exec_watch {
     size_t nconfined;
 } exec_watch;
 
-/* pid's parent and start time (field 22 of /proc/PID/stat); false when it is gone. */
-static bool proc_stat(pid_t pid, pid_t *ppid, unsigned long long *start)
-{
-    char path[64], buf[1024];
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return false;
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n <= 0)
-        return false;
-    buf[n] = '\0';
-    char *p = strrchr(buf, ')');
-    if (!p)
-        return false;
-    /* after ") ": state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt cmajflt
-     * utime stime cutime cstime priority nice num_threads itrealvalue starttime */
-    int pp = 0;
-    unsigned long long st = 0;
-    if (sscanf(p + 2,
-               "%*c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
-               &pp, &st) != 2)
-        return false;
-    *ppid = pp;
-    *start = st;
-    return true;
-}
-
 static bool connect_allowed(void *arg, pid_t pid)
 {
     exec_watch *w = arg;
     if (w->nconfined == 0)
         return true;
     /* pid or one of its ancestors (up to the sandbox's init) confined? */
-    for (int depth = 0; depth < 64 && pid > 1; depth++) {
-        pid_t ppid;
-        unsigned long long start;
-        if (!proc_stat(pid, &ppid, &start))
-            break;
+    pdk_proc_stat ps;
+    for (int depth = 0; depth < 64 && pid > 1 && pdk_proc_stat_read(pid, &ps); depth++) {
         for (size_t i = 0; i < w->nconfined; i++)
-            if (w->confined[i].pid == pid && w->confined[i].start == start) {
+            if (w->confined[i].pid == pid && w->confined[i].start == ps.start) {
                 json_t *o = json_pack("{s:i}", "pid", (int)pid);
                 pdk_error err = {0};
                 (void)pdk_audit_spool_write(w->st->spool, w->st->session->id, "connect.refused", o,
                                             false, &err);
                 return false;
             }
-        pid = ppid;
+        pid = ps.ppid;
     }
     return true;
 }
@@ -833,11 +808,10 @@ static pdk_exec_answer judge_exec(void *arg, pdk_exec_listener *listener, pdk_ex
     if (v.decision == PDK_DECISION_CONFINE) {
         /* Inside a running sandbox: no network for it and its descendants (their connects
          * are refused); its writes stay in the session layer. */
-        pid_t ppid;
-        unsigned long long start;
-        if (proc_stat(req->pid, &ppid, &start)) {
+        pdk_proc_stat ps;
+        if (pdk_proc_stat_read(req->pid, &ps)) {
             w->confined = xrealloc(w->confined, (w->nconfined + 1) * sizeof(*w->confined));
-            w->confined[w->nconfined++] = (struct confined_proc){req->pid, start};
+            w->confined[w->nconfined++] = (struct confined_proc){req->pid, ps.start};
         }
         return PDK_EXEC_ALLOW;
     }
@@ -850,25 +824,17 @@ static pdk_exec_answer judge_exec(void *arg, pdk_exec_listener *listener, pdk_ex
     }
     if (st->session->named && pdk_approval_always(w->store, st->session->id, how))
         return PDK_EXEC_ALLOW;
+    pdk_proc_stat asker; /* its parents only, not the asker itself */
     pdk_approval a = {
         .session = xstrdup(st->session->id),
         .pid = req->pid,
-        .parents = pdk_approval_parents_of(req->pid),
+        .parents = pdk_approval_parents_of(pdk_proc_stat_read(req->pid, &asker) ? asker.ppid : 0),
         .argv = argv_json(req->argv),
         .cwd = xstrdup(pdk_exec_request_cwd(req)),
         .rule = xstrdup(how),
         .reason = xstrdup(v.reason),
     };
-    if (json_array_size(a.parents) > 0)
-        json_array_remove(a.parents, 0); /* the asker itself: its parents only */
-    int r = pdk_approval_create(w->store, &a, &err);
-    if (r == 0) {
-        json_t *asked =
-            json_pack("{s:s, s:O, s:s, s:s, s:s, s:O}", "id", a.id, "argv", a.argv, "cwd", a.cwd,
-                      "rule", a.rule, "reason", a.reason, "parents", a.parents);
-        r = pdk_audit_spool_write(st->spool, a.session, "approval.asked", asked, true, &err);
-    }
-    if (r < 0) {
+    if (approval_ask(st, w->store, &a, &err) < 0) {
         snprintf(message, message_size, "paddock: cannot ask for approval (%s): denied\n",
                  err.message);
         pdk_approval_clear(&a);

@@ -309,6 +309,37 @@ int64_t pdk_now_realtime_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+bool pdk_proc_stat_read(pid_t pid, pdk_proc_stat *out)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return false;
+    buf[n] = '\0';
+    /* pid (comm) state ppid ...: comm may hold spaces and parentheses */
+    char *open_paren = strchr(buf, '('), *close_paren = strrchr(buf, ')');
+    if (!open_paren || !close_paren || close_paren < open_paren)
+        return false;
+    *close_paren = '\0';
+    /* after ") ": state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt cmajflt
+     * utime stime cutime cstime priority nice num_threads itrealvalue starttime */
+    int ppid = 0;
+    unsigned long long start = 0;
+    if (sscanf(close_paren + 2,
+               "%*c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
+               &ppid, &start) != 2)
+        return false;
+    snprintf(out->comm, sizeof(out->comm), "%s", open_paren + 1);
+    out->ppid = ppid;
+    out->start = start;
+    return true;
+}
+
 int pdk_parse_int64(const char *s, int64_t min, int64_t max, int64_t *out)
 {
     if (!s || !*s) {

@@ -100,6 +100,16 @@ int pdk_write_file_at(int dirfd, const char *path, const char *content);
 uint64_t pdk_now_monotonic_ns(void);
 int64_t pdk_now_realtime_ns(void);
 
+/* What /proc/PID/stat says of a process: its name (comm, cut to fit), parent and start
+ * time (field 22, in clock ticks since boot: with pid, names one process). */
+typedef struct {
+    char comm[64];
+    pid_t ppid;
+    unsigned long long start;
+} pdk_proc_stat;
+/* false when pid is gone (or its stat unreadable). */
+bool pdk_proc_stat_read(pid_t pid, pdk_proc_stat *out);
+
 /* Parse a decimal integer in [min, max]; returns 0 or -1 (errno EINVAL/ERANGE). */
 int pdk_parse_int64(const char *s, int64_t min, int64_t max, int64_t *out);
 
