@@ -7,6 +7,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -410,6 +411,7 @@ int pdk_audit_verify(pdk_store *store, pdk_audit_verdict *v, pdk_error *err)
 #define SPOOL_DIR "audit-spool"
 
 struct pdk_audit_spool {
+    pthread_mutex_t lock; /* the exec listener's thread writes too */
     char *dir;
     char *path;
     int fd; /* -1 until the first write */
@@ -419,6 +421,7 @@ struct pdk_audit_spool {
 int pdk_audit_spool_open(const char *state_dir, pdk_audit_spool **out, pdk_error *err)
 {
     pdk_audit_spool *sp = xcalloc(1, sizeof(*sp));
+    pthread_mutex_init(&sp->lock, NULL);
     sp->dir = pdk_path_join(state_dir, SPOOL_DIR);
     sp->fd = -1;
     snprintf(sp->prev, sizeof(sp->prev), "%s", GENESIS_HASH);
@@ -475,15 +478,19 @@ int pdk_audit_spool_write(pdk_audit_spool *sp, const char *session, const char *
     _cleanup_free_ char *rs = redact_text(session);
     _cleanup_free_ char *rk = redact_text(kind);
     char hash[65];
+    int ret = 0;
+    pthread_mutex_lock(&sp->lock);
     _cleanup_free_ char *line =
         spool_line(sp->prev, pdk_now_realtime_ns(), rs ? rs : session, rk ? rk : kind, text, hash);
     free(text);
     if (sp->fd < 0 && spool_create(sp, err) < 0)
-        return -1;
-    if (pdk_write_all(sp->fd, line, strlen(line)) < 0 || (durable && fdatasync(sp->fd) < 0))
-        return pdk_error_set(err, errno, "cannot write to the audit spool %s", sp->path);
-    memcpy(sp->prev, hash, sizeof(sp->prev));
-    return 0;
+        ret = -1;
+    else if (pdk_write_all(sp->fd, line, strlen(line)) < 0 || (durable && fdatasync(sp->fd) < 0))
+        ret = pdk_error_set(err, errno, "cannot write to the audit spool %s", sp->path);
+    else
+        memcpy(sp->prev, hash, sizeof(sp->prev));
+    pthread_mutex_unlock(&sp->lock);
+    return ret;
 }
 
 void pdk_audit_spool_close(pdk_audit_spool *sp)
@@ -492,6 +499,7 @@ void pdk_audit_spool_close(pdk_audit_spool *sp)
         return;
     if (sp->fd >= 0)
         close(sp->fd);
+    pthread_mutex_destroy(&sp->lock);
     free(sp->path);
     free(sp->dir);
     free(sp);

@@ -80,7 +80,7 @@ int pdk_audit_each(pdk_store *store, const pdk_audit_filter *filter,
  * "audit.spool_damaged" event says where. */
 typedef struct pdk_audit_spool pdk_audit_spool;
 int pdk_audit_spool_open(const char *state_dir, pdk_audit_spool **out, pdk_error *err);
-/* data is stolen (also on failure). */
+/* data is stolen (also on failure). Safe from several threads. */
 int pdk_audit_spool_write(pdk_audit_spool *spool, const char *session, const char *kind,
                           json_t *data, bool durable, pdk_error *err);
 void pdk_audit_spool_close(pdk_audit_spool *spool);

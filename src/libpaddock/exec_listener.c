@@ -11,12 +11,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
+
+#ifndef SECCOMP_IOCTL_NOTIF_SET_FLAGS /* Linux 6.6; Debian 12's headers are older */
+#define SECCOMP_IOCTL_NOTIF_SET_FLAGS      SECCOMP_IOW(4, __u64)
+#define SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP 1
+#endif
 
 #define MAX_ARGS     4096
 #define MAX_ARG_LEN  (128 * 1024)
@@ -25,9 +34,16 @@
 struct pdk_exec_listener {
     struct event_base *base;
     int fd;
-    struct event *ev;
     pdk_exec_handler handler;
+    pthread_t thread; /* serve() */
+    bool thread_started;
+    int stop_fd;    /* eventfd: the thread stops */
+    int handoff_fd; /* eventfd: requests for the loop (on_handoff) */
+    struct event *handoff_ev;
+    pthread_mutex_t lock; /* the hand-off list */
+    struct handoff *handoff_head, **handoff_tail;
     struct seccomp_notif_sizes sizes;
+    struct seccomp_notif *notif; /* sizes.seccomp_notif bytes, reused */
     uint64_t execs;
     uint64_t busy_ns;
     pid_t told_pid; /* the last message, not repeated for the same process (a shell tries */
@@ -60,32 +76,102 @@ static char *read_string(pid_t pid, uint64_t addr, size_t max)
     return NULL;
 }
 
-/* argv at addr of pid (NULL-terminated list, new); NULL when unreadable. */
-static char **read_argv(pid_t pid, uint64_t addr)
+/* The rest of argv from pointer i on, one pointer at a time (the slow path of read_exec). */
+static bool read_argv_from(pid_t pid, uint64_t addr, size_t i, char ***argv, size_t *total)
 {
-    char **argv = xcalloc(1, sizeof(char *));
-    size_t total = 0;
-    for (size_t i = 0; i < MAX_ARGS; i++) {
+    for (; i < MAX_ARGS; i++) {
         uint64_t ptr = 0;
         struct iovec local = {&ptr, sizeof(ptr)},
                      remote = {(void *)(uintptr_t)(addr + i * sizeof(ptr)), sizeof(ptr)};
         if (process_vm_readv(pid, &local, 1, &remote, 1, 0) != (ssize_t)sizeof(ptr))
-            goto fail;
+            return false;
         if (ptr == 0)
-            return argv;
+            return true;
         char *arg = read_string(pid, ptr, MAX_ARG_LEN);
+        if (!arg)
+            return false;
+        *total += strlen(arg);
+        pdk_strv_push_take(argv, arg);
+        if (*total > MAX_ARGV_LEN)
+            return false;
+    }
+    return false;
+}
+
+/* The bytes from addr to the end of its page, at most max. */
+static size_t to_page_end(uint64_t addr, size_t max)
+{
+    size_t n = 4096 - (size_t)(addr & 4095);
+    return n < max ? n : max;
+}
+
+#define FAST_ARGS    32  /* pointers read in the first call */
+#define FAST_ARG_LEN 256 /* bytes of each argument read in the second */
+
+/* The path and argv of an exec in pid's memory (new strings; NULL when unreadable).
+ * process_vm_readv costs most in its fixed part (finding the mm, the ptrace check), and it
+ * moves whole iovec elements only, so: one call for the path and the first argv pointers,
+ * one for the first bytes of every argument; whatever does not fit is read piece by piece. */
+static void read_exec(pid_t pid, uint64_t path_addr, uint64_t argv_addr, char **path_out,
+                      char ***argv_out)
+{
+    char path_buf[4096];
+    uint64_t ptrs[FAST_ARGS];
+    struct iovec local[2] = {{path_buf, to_page_end(path_addr, sizeof(path_buf))},
+                             {ptrs, to_page_end(argv_addr, sizeof(ptrs))}};
+    struct iovec remote[2] = {{(void *)(uintptr_t)path_addr, local[0].iov_len},
+                              {(void *)(uintptr_t)argv_addr, local[1].iov_len}};
+    ssize_t n = process_vm_readv(pid, local, 2, remote, 2, 0);
+    *path_out = NULL;
+    *argv_out = NULL;
+    if (n >= (ssize_t)local[0].iov_len) {
+        char *nul = memchr(path_buf, '\0', local[0].iov_len);
+        *path_out = nul ? xstrdup(path_buf) : read_string(pid, path_addr, 4096);
+    } else {
+        *path_out = read_string(pid, path_addr, 4096);
+    }
+
+    char **argv = xcalloc(1, sizeof(char *));
+    size_t total = 0, nptrs = 0;
+    bool end = false;
+    if (n == (ssize_t)(local[0].iov_len + local[1].iov_len))
+        for (; nptrs < local[1].iov_len / sizeof(uint64_t); nptrs++)
+            if (ptrs[nptrs] == 0) {
+                end = true;
+                break;
+            }
+    /* The first bytes of each argument known so far, in one call. */
+    char bufs[FAST_ARGS][FAST_ARG_LEN];
+    struct iovec l2[FAST_ARGS], r2[FAST_ARGS];
+    for (size_t i = 0; i < nptrs; i++) {
+        l2[i] = (struct iovec){bufs[i], to_page_end(ptrs[i], FAST_ARG_LEN)};
+        r2[i] = (struct iovec){(void *)(uintptr_t)ptrs[i], l2[i].iov_len};
+    }
+    ssize_t got = nptrs ? process_vm_readv(pid, l2, nptrs, r2, nptrs, 0) : 0;
+    size_t done = 0; /* bytes of got accounted for */
+    for (size_t i = 0; i < nptrs; i++) {
+        char *arg = NULL;
+        if (got >= 0 && done + l2[i].iov_len <= (size_t)got) {
+            char *nul = memchr(bufs[i], '\0', l2[i].iov_len);
+            if (nul)
+                arg = xstrndup(bufs[i], (size_t)(nul - bufs[i]));
+        }
+        done += l2[i].iov_len;
+        if (!arg)
+            arg = read_string(pid, ptrs[i], MAX_ARG_LEN);
         if (!arg)
             goto fail;
         total += strlen(arg);
-        if (total > MAX_ARGV_LEN) {
-            free(arg);
-            goto fail;
-        }
         pdk_strv_push_take(&argv, arg);
+        if (total > MAX_ARGV_LEN)
+            goto fail;
+    }
+    if (end || read_argv_from(pid, argv_addr, nptrs, &argv, &total)) {
+        *argv_out = argv;
+        return;
     }
 fail:
     pdk_strv_free(argv);
-    return NULL;
 }
 
 /* Let the system call go on (error 0) or fail it with error. */
@@ -166,61 +252,159 @@ bool pdk_exec_request_exists(const pdk_exec_request *req)
     return exists_for(req->pid, req->path);
 }
 
-static void on_notification(evutil_socket_t fd, short what, void *arg)
+/* Answer what the handler said; the told line is not repeated to the same process (a shell
+ * tries each directory of PATH in turn). Called on the listener's thread only. */
+static void answer_request(pdk_exec_listener *l, uint64_t id, pid_t pid, pdk_exec_answer answer,
+                           const char *message)
 {
-    pdk_exec_listener *l = arg;
-    struct seccomp_notif *req = xcalloc(1, l->sizes.seccomp_notif);
-    if (ioctl(fd, SECCOMP_IOCTL_NOTIF_RECV, req) < 0) {
-        free(req); /* ENOENT: the target died before we read it */
-        return;
-    }
-    uint64_t t0 = pdk_now_monotonic_ns();
-    pid_t pid = (pid_t)req->pid;
-    if (req->data.nr == (int)SYS_connect) {
-        /* The confined process or a child of it: no network (nested confine). */
-        bool ok = !l->handler.connect || l->handler.connect(l->handler.arg, pid);
-        respond(l, req->id, ok ? 0 : ECONNREFUSED);
-        free(req);
-        return;
-    }
-    bool at = req->data.nr != (int)SYS_execve;
-    uint64_t path_addr = at ? req->data.args[1] : req->data.args[0];
-    uint64_t argv_addr = at ? req->data.args[2] : req->data.args[1];
-    _cleanup_free_ char *path = read_string(pid, path_addr, 4096);
-    _cleanup_strv_ char **argv = read_argv(pid, argv_addr);
-
-    /* What was read is what the process asked for only while it still waits. */
-    if (ioctl(fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &req->id) < 0) {
-        free(req);
-        return;
-    }
-    char message[1024] = "";
-    pdk_exec_answer answer;
-    if (!argv || !argv[0]) {
-        /* unreadable, or argv[0] missing: judged as the path alone */
-        pdk_strv_free(argv);
-        argv = NULL;
-        pdk_strv_push(&argv, path ? path : "");
-    }
-    pdk_exec_request er = {.pid = pid, .path = path ? path : "", .argv = argv};
-    answer = l->handler.judge(l->handler.arg, l, &er, req->id, message, sizeof(message));
-    free(er.cwd_buf);
-    l->execs++;
-    l->busy_ns += pdk_now_monotonic_ns() - t0;
-    if (answer == PDK_EXEC_ALLOW) {
-        respond(l, req->id, 0);
-    } else if (answer == PDK_EXEC_MISSING) {
-        respond(l, req->id, ENOENT);
-    } else if (answer == PDK_EXEC_DENY) {
+    switch (answer) {
+    case PDK_EXEC_ALLOW:
+        respond(l, id, 0);
+        break;
+    case PDK_EXEC_MISSING:
+        respond(l, id, ENOENT);
+        break;
+    case PDK_EXEC_DENY:
         if (pid != l->told_pid || !l->told || strcmp(l->told, message) != 0) {
             tell(pid, message);
             free(l->told);
             l->told = xstrdup(message);
             l->told_pid = pid;
         }
-        respond(l, req->id, EACCES);
+        respond(l, id, EACCES);
+        break;
+    case PDK_EXEC_ASK:
+    case PDK_EXEC_PENDING:
+    default:
+        break;
     }
-    free(req);
+}
+
+/* A request the judge sent to the loop (PDK_EXEC_ASK). */
+typedef struct handoff {
+    struct handoff *next;
+    uint64_t id;
+    pid_t pid;
+    char *path;
+    char **argv;
+} handoff;
+
+static void handoff_free(handoff *h)
+{
+    free(h->path);
+    pdk_strv_free(h->argv);
+    free(h);
+}
+
+/* One notification, on the listener's thread. */
+static void serve_notification(pdk_exec_listener *l)
+{
+    struct seccomp_notif *req = l->notif;
+    memset(req, 0, l->sizes.seccomp_notif); /* RECV wants it zeroed */
+    if (ioctl(l->fd, SECCOMP_IOCTL_NOTIF_RECV, req) < 0)
+        return; /* ENOENT: the target died before we read it */
+    uint64_t t0 = pdk_now_monotonic_ns();
+    pid_t pid = (pid_t)req->pid;
+    if (req->data.nr == (int)SYS_connect) {
+        /* The confined process or a child of it: no network (nested confine). */
+        bool ok = !l->handler.connect || l->handler.connect(l->handler.arg, pid);
+        respond(l, req->id, ok ? 0 : ECONNREFUSED);
+        return;
+    }
+    bool at = req->data.nr != (int)SYS_execve;
+    uint64_t path_addr = at ? req->data.args[1] : req->data.args[0];
+    uint64_t argv_addr = at ? req->data.args[2] : req->data.args[1];
+    _cleanup_free_ char *path = NULL;
+    _cleanup_strv_ char **argv = NULL;
+    read_exec(pid, path_addr, argv_addr, &path, &argv);
+
+    /* What was read is what the process asked for only while it still waits. */
+    if (ioctl(l->fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &req->id) < 0)
+        return;
+    if (!path)
+        path = xstrdup("");
+    if (!argv || !argv[0]) {
+        /* unreadable, or argv[0] missing: judged as the path alone */
+        pdk_strv_free(argv);
+        argv = NULL;
+        pdk_strv_push(&argv, path);
+    }
+    char message[1024] = "";
+    pdk_exec_request er = {.pid = pid, .path = path, .argv = argv};
+    pdk_exec_answer answer = l->handler.judge(l->handler.arg, &er, message, sizeof(message));
+    free(er.cwd_buf);
+    l->execs++;
+    l->busy_ns += pdk_now_monotonic_ns() - t0;
+    if (answer == PDK_EXEC_ASK) {
+        handoff *h = xcalloc(1, sizeof(*h));
+        *h = (handoff){
+            .id = req->id, .pid = pid, .path = steal_pointer(&path), .argv = steal_pointer(&argv)};
+        pthread_mutex_lock(&l->lock);
+        *l->handoff_tail = h;
+        l->handoff_tail = &h->next;
+        pthread_mutex_unlock(&l->lock);
+        uint64_t one = 1;
+        if (write(l->handoff_fd, &one, sizeof(one)) < 0)
+            pdk_debug("exec listener: cannot wake the loop: %s", strerror(errno));
+        return;
+    }
+    answer_request(l, req->id, pid, answer, message);
+}
+
+/* The listener's thread: it waits in poll(2) (not the loop's epoll, which would not pass
+ * SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP's wake-up on the current CPU on), until stopped or
+ * every process of the sandbox is gone. */
+static void *serve(void *arg)
+{
+    pdk_exec_listener *l = arg;
+    struct pollfd p[2] = {{.fd = l->fd, .events = POLLIN}, {.fd = l->stop_fd, .events = POLLIN}};
+    for (;;) {
+        if (poll(p, 2, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            pdk_warn("exec listener: poll: %s", strerror(errno));
+            break;
+        }
+        if (p[1].revents)
+            break;
+        if (p[0].revents & POLLIN)
+            serve_notification(l);
+        else if (p[0].revents & (POLLHUP | POLLERR | POLLNVAL))
+            break; /* every process of the sandbox has exited */
+    }
+    return NULL;
+}
+
+/* On the loop: the requests the judge handed over, to the handler's ask. */
+static void on_handoff(evutil_socket_t fd, short what, void *arg)
+{
+    pdk_exec_listener *l = arg;
+    uint64_t n;
+    (void)!read(fd, &n, sizeof(n));
+    pthread_mutex_lock(&l->lock);
+    handoff *list = l->handoff_head;
+    l->handoff_head = NULL;
+    l->handoff_tail = &l->handoff_head;
+    pthread_mutex_unlock(&l->lock);
+    while (list) {
+        handoff *h = list;
+        list = h->next;
+        if (ioctl(l->fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &h->id) == 0) {
+            char message[1024] = "";
+            pdk_exec_request er = {.pid = h->pid, .path = h->path, .argv = h->argv};
+            pdk_exec_answer answer =
+                l->handler.ask(l->handler.arg, l, &er, h->id, message, sizeof(message));
+            free(er.cwd_buf);
+            if (answer == PDK_EXEC_DENY)
+                tell(h->pid, message);
+            if (answer == PDK_EXEC_ALLOW || answer == PDK_EXEC_DENY || answer == PDK_EXEC_MISSING)
+                respond(l, h->id,
+                        answer == PDK_EXEC_ALLOW  ? 0
+                        : answer == PDK_EXEC_DENY ? EACCES
+                                                  : ENOENT);
+        }
+        handoff_free(h);
+    }
 }
 
 pdk_exec_listener *pdk_exec_listener_new(struct event_base *base, int listener_fd,
@@ -229,21 +413,47 @@ pdk_exec_listener *pdk_exec_listener_new(struct event_base *base, int listener_f
     pdk_exec_listener *l = xcalloc(1, sizeof(*l));
     l->base = base;
     l->fd = listener_fd;
+    l->stop_fd = l->handoff_fd = -1;
     l->handler = *handler;
-    if (syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &l->sizes) < 0) {
-        pdk_exec_listener_free(l);
-        return NULL;
-    }
+    l->handoff_tail = &l->handoff_head;
+    pthread_mutex_init(&l->lock, NULL);
+    if (syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &l->sizes) < 0)
+        goto fail;
     if (l->sizes.seccomp_notif < sizeof(struct seccomp_notif))
         l->sizes.seccomp_notif = sizeof(struct seccomp_notif);
-    /* Not SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP (Linux 6.6): measured slower here (bench/exec.py),
-     * the supervisor then shares the sandbox's CPU. */
-    l->ev = event_new(base, listener_fd, EV_READ | EV_PERSIST, on_notification, l);
-    if (!l->ev || event_add(l->ev, NULL) < 0) {
-        pdk_exec_listener_free(l);
-        return NULL;
+    l->notif = xcalloc(1, l->sizes.seccomp_notif);
+    /* The target waits while the listener works: wake the listener on the target's CPU and
+     * the target on the listener's, which saves two cross-CPU wake-ups an exec (Linux 6.6;
+     * older kernels refuse the flag and work as before). */
+    if (ioctl(l->fd, SECCOMP_IOCTL_NOTIF_SET_FLAGS, SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP, 0) < 0)
+        pdk_debug("exec listener: no synchronous wake-up: %s", strerror(errno));
+    l->stop_fd = eventfd(0, EFD_CLOEXEC);
+    l->handoff_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (l->stop_fd < 0 || l->handoff_fd < 0)
+        goto fail;
+    l->handoff_ev = event_new(base, l->handoff_fd, EV_READ | EV_PERSIST, on_handoff, l);
+    if (!l->handoff_ev || event_add(l->handoff_ev, NULL) < 0)
+        goto fail;
+    /* The thread takes no signal: they are the loop's. */
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 512 * 1024);
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int e = pthread_create(&l->thread, &attr, serve, l);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&attr);
+    if (e != 0) {
+        errno = e;
+        goto fail;
     }
+    l->thread_started = true;
     return l;
+fail:
+    pdk_debug("exec listener: %s", strerror(errno));
+    pdk_exec_listener_free(l);
+    return NULL;
 }
 
 void pdk_exec_listener_answer(pdk_exec_listener *l, uint64_t token, pid_t pid, bool allow,
@@ -263,16 +473,33 @@ void pdk_exec_listener_free(pdk_exec_listener *l)
 {
     if (!l)
         return;
+    if (l->thread_started) {
+        uint64_t one = 1;
+        if (write(l->stop_fd, &one, sizeof(one)) < 0)
+            pdk_warn("exec listener: cannot stop its thread: %s", strerror(errno));
+        pthread_join(l->thread, NULL);
+    }
     if (pdk_trace_enabled() && l->execs > 0) {
         char line[96];
         snprintf(line, sizeof(line), "exec listener: %llu execs, %llu us judging each",
                  (unsigned long long)l->execs, (unsigned long long)(l->busy_ns / l->execs / 1000));
         pdk_trace_point(line);
     }
-    if (l->ev)
-        event_free(l->ev);
+    if (l->handoff_ev)
+        event_free(l->handoff_ev);
+    while (l->handoff_head) {
+        handoff *h = l->handoff_head;
+        l->handoff_head = h->next;
+        handoff_free(h);
+    }
     if (l->fd >= 0)
         close(l->fd);
+    if (l->stop_fd >= 0)
+        close(l->stop_fd);
+    if (l->handoff_fd >= 0)
+        close(l->handoff_fd);
+    pthread_mutex_destroy(&l->lock);
     free(l->told);
+    free(l->notif);
     free(l);
 }

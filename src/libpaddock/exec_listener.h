@@ -5,9 +5,14 @@
  * memory with process_vm_readv, checked still valid with SECCOMP_IOCTL_NOTIF_ID_VALID) and
  * its cwd, and asks the handler: allow lets the exec go on (SECCOMP_USER_NOTIF_FLAG_CONTINUE),
  * deny fails it (EACCES, or ENOENT with an empty message) and writes the handler's message
- * to the process's stderr,
- * pending holds it until pdk_exec_listener_answer() (an approval). Nothing else in the loop
- * waits meanwhile.
+ * to the process's stderr, ask hands it to the event loop (an approval), where it may stay
+ * pending until pdk_exec_listener_answer(). Nothing else waits meanwhile.
+ *
+ * The listener serves on a thread of its own, which waits in poll(2) and is woken on the
+ * CPU of the exec that waits for it (SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP): an exec costs
+ * two same-CPU switches, not two wake-ups of an idle CPU, and never waits for the loop.
+ * So the handler's judge and connect run on that thread: what they share with the loop
+ * they share under a lock. ask runs on the loop.
  *
  * The check is a review layer, not a boundary: with CONTINUE the kernel reads the path and
  * argv again after the supervisor did, so a second thread of the target that rewrites them
@@ -39,27 +44,32 @@ bool pdk_exec_request_exists(const pdk_exec_request *req);
 typedef enum pdk_exec_answer {
     PDK_EXEC_ALLOW,
     PDK_EXEC_DENY,
-    PDK_EXEC_PENDING,
     PDK_EXEC_MISSING, /* fail with ENOENT, as the kernel would */
+    PDK_EXEC_ASK,     /* judge only: decided on the loop, by ask */
+    PDK_EXEC_PENDING, /* ask only: answered later, with pdk_exec_listener_answer() */
 } pdk_exec_answer;
 
 typedef struct pdk_exec_listener pdk_exec_listener;
 
 typedef struct pdk_exec_handler {
-    /* message (for deny) gets a line for the process's stderr. token identifies a pending
-     * request for pdk_exec_listener_answer(). */
-    pdk_exec_answer (*judge)(void *arg, pdk_exec_listener *listener, pdk_exec_request *req,
-                             uint64_t token, char *message, size_t message_size);
-    /* connect(2) of pid (with the connect notification): true lets it go on, false refuses
-     * it (ECONNREFUSED). NULL: every connect goes on. */
+    /* On the listener's thread: allow, deny, missing, or ask. message (for deny) gets a line
+     * for the process's stderr. */
+    pdk_exec_answer (*judge)(void *arg, pdk_exec_request *req, char *message, size_t message_size);
+    /* On the loop, for what judge said ask: allow, deny, missing, or pending. token
+     * identifies a pending request for pdk_exec_listener_answer(). */
+    pdk_exec_answer (*ask)(void *arg, pdk_exec_listener *listener, pdk_exec_request *req,
+                           uint64_t token, char *message, size_t message_size);
+    /* On the listener's thread: connect(2) of pid (with the connect notification): true
+     * lets it go on, false refuses it (ECONNREFUSED). NULL: every connect goes on. */
     bool (*connect)(void *arg, pid_t pid);
     void *arg;
 } pdk_exec_handler;
 
-/* Serve the notifications of listener_fd (taken over) on base. NULL when it cannot. */
+/* Serve the notifications of listener_fd (taken over) on a thread of its own, and the asks
+ * on base. NULL when it cannot. */
 pdk_exec_listener *pdk_exec_listener_new(struct event_base *base, int listener_fd,
                                          const pdk_exec_handler *handler);
-/* Answer a request the handler left pending; message as for deny. */
+/* Answer a request ask left pending (from the loop); message as for deny. */
 void pdk_exec_listener_answer(pdk_exec_listener *listener, uint64_t token, pid_t pid, bool allow,
                               const char *message);
 /* The loop it is served on (for the handler's own timers). */

@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -641,8 +642,12 @@ typedef struct pending_ask {
     char *line;
 } pending_ask;
 
+/* What the run keeps for the exec listener: judge_exec and connect_allowed run on the
+ * listener's thread, ask_exec and the approvals' polling on the loop; lock guards what both
+ * touch (the last refusal, the rule names). */
 typedef struct exec_watch {
     run_state *st;
+    pthread_mutex_t lock;
     pdk_exec_handler handler;
     bool first_seen; /* the command's own exec, judged before the sandbox was made */
     pdk_exec_listener *listener;
@@ -662,7 +667,23 @@ typedef struct exec_watch {
         unsigned long long start;
     } * confined;
     size_t nconfined;
+    char **rule_names; /* pdk_policy_describe_rule's, by rule + 1 (0: the default), made once */
 } exec_watch;
+
+/* How the rule decided, as pdk_policy_describe_rule says it (owned by w). */
+static const char *rule_name(exec_watch *w, ssize_t rule)
+{
+    size_t count = w->st->policy->commands.count;
+    size_t i = rule >= 0 && (size_t)rule < count ? (size_t)rule + 1 : 0;
+    pthread_mutex_lock(&w->lock);
+    if (!w->rule_names)
+        w->rule_names = xcalloc(count + 1, sizeof(char *));
+    if (!w->rule_names[i])
+        w->rule_names[i] = pdk_policy_describe_rule(w->st->policy, rule);
+    const char *name = w->rule_names[i];
+    pthread_mutex_unlock(&w->lock);
+    return name;
+}
 
 static bool connect_allowed(void *arg, pid_t pid)
 {
@@ -687,11 +708,13 @@ static bool connect_allowed(void *arg, pid_t pid)
 
 static void note_refusal(exec_watch *w, pid_t pid, const char *line, const char *message)
 {
+    pthread_mutex_lock(&w->lock);
     free(w->refused_line);
     free(w->refused_message);
     w->refused_pid = pid;
     w->refused_line = xstrdup(line);
     w->refused_message = xstrdup(message ? message : "");
+    pthread_mutex_unlock(&w->lock);
 }
 
 static void poll_asks(evutil_socket_t fd, short what, void *arg);
@@ -762,21 +785,27 @@ static void poll_asks(evutil_socket_t fd, short what, void *arg)
         arm_poll(w);
 }
 
-static pdk_exec_answer judge_exec(void *arg, pdk_exec_listener *listener, pdk_exec_request *req,
-                                  uint64_t token, char *message, size_t message_size)
+/* On the listener's thread: every exec of the sandbox. */
+static pdk_exec_answer judge_exec(void *arg, pdk_exec_request *req, char *message,
+                                  size_t message_size)
 {
     exec_watch *w = arg;
     run_state *st = w->st;
-    w->listener = listener;
     if (!w->first_seen) {
         w->first_seen = true;
         return PDK_EXEC_ALLOW;
     }
-    _cleanup_free_ char *line = argv_line(req->argv);
-    if (w->refused_line && req->pid == w->refused_pid && strcmp(line, w->refused_line) == 0) {
-        snprintf(message, message_size, "%s", w->refused_message);
-        return PDK_EXEC_DENY;
+    _cleanup_free_ char *line = NULL; /* the command as one line, made when needed */
+    pthread_mutex_lock(&w->lock);
+    if (w->refused_line && req->pid == w->refused_pid) {
+        line = argv_line(req->argv);
+        if (strcmp(line, w->refused_line) == 0) {
+            snprintf(message, message_size, "%s", w->refused_message);
+            pthread_mutex_unlock(&w->lock);
+            return PDK_EXEC_DENY;
+        }
     }
+    pthread_mutex_unlock(&w->lock);
     pdk_command_verdict v;
     pdk_command_rules_judge(&st->policy->commands, req->argv, &v);
     /* A path that does not exist (a shell trying each directory of PATH) is failed as the
@@ -786,7 +815,7 @@ static pdk_exec_answer judge_exec(void *arg, pdk_exec_listener *listener, pdk_ex
         message[0] = '\0';
         return PDK_EXEC_MISSING;
     }
-    _cleanup_free_ char *how = pdk_policy_describe_rule(st->policy, v.rule);
+    const char *how = rule_name(w, v.rule);
     json_t *o = json_pack("{s:o, s:s, s:i, s:s, s:s, s:s}", "argv", argv_json(req->argv), "path",
                           req->path, "pid", (int)req->pid, "decision",
                           pdk_decision_name(v.decision), "decided_by", how, "reason", v.reason);
@@ -800,12 +829,14 @@ static pdk_exec_answer judge_exec(void *arg, pdk_exec_listener *listener, pdk_ex
         snprintf(message, message_size, "paddock: %s: the exec is refused\n", err.message);
         return PDK_EXEC_DENY;
     }
-    if (v.decision == PDK_DECISION_DENY) {
+    switch (v.decision) {
+    case PDK_DECISION_DENY:
         snprintf(message, message_size, "paddock: denied by the policy: %s (%s)\n", v.reason, how);
+        if (!line)
+            line = argv_line(req->argv);
         note_refusal(w, req->pid, line, message);
         return PDK_EXEC_DENY;
-    }
-    if (v.decision == PDK_DECISION_CONFINE) {
+    case PDK_DECISION_CONFINE: {
         /* Inside a running sandbox: no network for it and its descendants (their connects
          * are refused); its writes stay in the session layer. */
         pdk_proc_stat ps;
@@ -815,8 +846,25 @@ static pdk_exec_answer judge_exec(void *arg, pdk_exec_listener *listener, pdk_ex
         }
         return PDK_EXEC_ALLOW;
     }
-    if (v.decision != PDK_DECISION_ASK)
+    case PDK_DECISION_ASK:
+        return PDK_EXEC_ASK;
+    case PDK_DECISION_ALLOW:
+    default:
         return PDK_EXEC_ALLOW;
+    }
+}
+
+/* On the loop: an exec judge_exec said ask for (recorded there). */
+static pdk_exec_answer ask_exec(void *arg, pdk_exec_listener *listener, pdk_exec_request *req,
+                                uint64_t token, char *message, size_t message_size)
+{
+    exec_watch *w = arg;
+    run_state *st = w->st;
+    w->listener = listener;
+    pdk_command_verdict v; /* judged again: cheap, and asks are rare */
+    pdk_command_rules_judge(&st->policy->commands, req->argv, &v);
+    const char *how = rule_name(w, v.rule);
+    pdk_error err = {0};
     if (!w->store && pdk_store_open(st->state_dir, true, &w->store, &err) < 0) {
         snprintf(message, message_size, "paddock: cannot ask for approval (%s): denied\n",
                  err.message);
@@ -847,7 +895,7 @@ static pdk_exec_answer judge_exec(void *arg, pdk_exec_listener *listener, pdk_ex
     snprintf(p->id, sizeof(p->id), "%s", a.id);
     p->deadline_ns =
         pdk_now_monotonic_ns() + (uint64_t)st->policy->approval_timeout_seconds * 1000000000ULL;
-    p->line = xstrdup(line);
+    p->line = argv_line(req->argv);
     fprintf(stderr,
             "paddock: approval %s: `%s` (pid %d) needs a human (%s: %s); answer with paddock "
             "approve %s, or paddock deny %s\n",
@@ -859,6 +907,9 @@ static pdk_exec_answer judge_exec(void *arg, pdk_exec_listener *listener, pdk_ex
 
 static void exec_watch_free(exec_watch *w)
 {
+    for (size_t i = 0; w->rule_names && i <= w->st->policy->commands.count; i++)
+        free(w->rule_names[i]);
+    free(w->rule_names);
     free(w->confined);
     free(w->refused_line);
     free(w->refused_message);
@@ -990,11 +1041,11 @@ int pdk_run(const pdk_run_options *given, pdk_run_report *report, pdk_error *err
             goto out;
         }
     }
-    exec_watch watch = {.st = &st};
+    exec_watch watch = {.st = &st, .lock = PTHREAD_MUTEX_INITIALIZER};
     if (st.policy->commands.count > 0 ||
         st.policy->commands.default_decision != PDK_DECISION_ALLOW) {
-        watch.handler =
-            (pdk_exec_handler){.judge = judge_exec, .connect = connect_allowed, .arg = &watch};
+        watch.handler = (pdk_exec_handler){
+            .judge = judge_exec, .ask = ask_exec, .connect = connect_allowed, .arg = &watch};
         st.watch = &watch;
     }
     if (build_config(&st, err) < 0)

@@ -247,6 +247,9 @@ int pdk_supervisor_run(pdk_supervisor *sup, pid_t init_pid, int init_pidfd, int 
     }
     if (event_base_dispatch(sup->base) < 0)
         return pdk_error_set(err, errno, "the supervisor's event loop failed");
+    /* Its thread ends here: nothing is left in the sandbox to ask. */
+    pdk_exec_listener_free(sup->exec_listener);
+    sup->exec_listener = NULL;
     if (sup->pty) {
         pdk_pty_relay_stop(sup->pty);
         sup->pty = NULL;

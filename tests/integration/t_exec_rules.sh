@@ -116,3 +116,29 @@ expect_eq "the confined one is refused (ECONNREFUSED)" "errno 111" "$(printf '%s
 expect_eq "... and so is its child" "errno 111" "$(printf '%s\n' "$OUT" | sed -n 3p)"
 pdk audit --json
 expect_match "a refused connect is in the audit log" '"kind":"connect.refused"' "$OUT"
+
+# The listener reads argv in full: more arguments than its first read takes, and ones
+# longer than it reads at once, crossing pages; recorded as given.
+cat >"$T/any.yaml" <<'YAML'
+version: 1
+commands:
+  rules:
+    - {match: [no-such-tool], decision: deny}
+YAML
+"$PYTHON" -c '
+import json, sys
+args = ["/bin/true"] + ["a%d" % i for i in range(40)] + ["x" * 5000, "", "y" * 300, "end"]
+json.dump(args, open(sys.argv[1], "w"))' "$WS/argv.json"
+cat >"$WS/many.py" <<'PY'
+import json, os
+args = json.load(open("argv.json"))
+os.execv(args[0], args)
+PY
+wrun --policy "$T/any.yaml" -- python3 many.py
+expect_eq "an exec with 45 arguments, long ones among them, runs" 0 "$RC"
+pdk audit --json
+expect_eq "... and its argv is recorded exactly" "True" "$(printf '%s\n' "$OUT" | "$PYTHON" -c '
+import json, sys
+want = json.load(open(sys.argv[1]))
+ex = [json.loads(l)["data"] for l in sys.stdin if l.strip()]
+print(any(e.get("argv") == want for e in ex))' "$WS/argv.json")"
