@@ -6,7 +6,9 @@
 #include "../libpaddock/policy_import.h"
 #include "../libpaddock/statedir.h"
 
+#include <ctype.h>
 #include <errno.h>
+#include <http_parser.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -16,13 +18,15 @@
 
 static const char usage[] =
     "usage: paddock policy check [--policy FILE] [--json] -- CMD [ARG...]\n"
+    "       paddock policy check [--policy FILE] [--json] --url URL [--method METHOD]\n"
     "       paddock policy lint FILE [--json]\n"
     "       paddock policy default\n"
     "       paddock policy import --from srt FILE [--output OUT]\n"
     "\n"
     "check   say what the command rules decide for CMD (allow, confine, ask or deny) and\n"
     "        which rule decided; shell wrappers (sh -c ...) are judged command by command.\n"
-    "        Without --policy, the built-in default.\n"
+    "        With --url: what the network rules decide for that request (method GET\n"
+    "        unless --method says otherwise). Without --policy, the built-in default.\n"
     "lint    report every problem of a policy file at once, as FILE:LINE:COLUMN: message;\n"
     "        exits 1 when there is one.\n"
     "default print the built-in default policy (a starting point for a file).\n"
@@ -31,6 +35,8 @@ static const char usage[] =
     "        as comments.\n"
     "\n"
     "  --policy FILE  the policy to check against\n"
+    "  --url URL      a request (http:// or https://) instead of a command\n"
+    "  --method M     its method (default GET)\n"
     "  --json         one JSON object on stdout\n"
     "  -h, --help     show this help\n";
 
@@ -56,12 +62,18 @@ static int load(const char *file, pdk_policy **out)
     return PDK_EXIT_FAILED;
 }
 
-static int parse_options(int argc, char **argv, const char **policy, bool *json)
+typedef struct check_request {
+    const char *url;
+    const char *method;
+} check_request;
+
+static int parse_options(int argc, char **argv, const char **policy, bool *json,
+                         check_request *request)
 {
-    static const struct option options[] = {{"policy", required_argument, NULL, 'p'},
-                                            {"json", no_argument, NULL, 'j'},
-                                            {"help", no_argument, NULL, 'h'},
-                                            {NULL, 0, NULL, 0}};
+    static const struct option options[] = {
+        {"policy", required_argument, NULL, 'p'}, {"json", no_argument, NULL, 'j'},
+        {"url", required_argument, NULL, 'u'},    {"method", required_argument, NULL, 'm'},
+        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
     opterr = 0;
     optind = 1;
     int c;
@@ -75,6 +87,16 @@ static int parse_options(int argc, char **argv, const char **policy, bool *json)
         case 'j':
             *json = true;
             break;
+        case 'u':
+        case 'm':
+            if (!request)
+                return pdk_cli_usage_error(argv[0],
+                                           "--url and --method are for 'policy check' only");
+            if (c == 'u')
+                request->url = optarg;
+            else
+                request->method = optarg;
+            break;
         case 'h':
             fputs(usage, stdout);
             return PDK_EXIT_OK;
@@ -85,13 +107,93 @@ static int parse_options(int argc, char **argv, const char **policy, bool *json)
     return -1;
 }
 
+/* paddock policy check --url URL [--method M]: the network rules on one request. */
+static int check_url(const char *file, bool json, const check_request *request)
+{
+    struct http_parser_url u;
+    http_parser_url_init(&u);
+    const char *url = request->url;
+    if (http_parser_parse_url(url, strlen(url), 0, &u) != 0 || !(u.field_set & (1 << UF_SCHEMA)) ||
+        !(u.field_set & (1 << UF_HOST)))
+        return pdk_cli_usage_error("policy check",
+                                   "--url %s is not an absolute http(s) URL "
+                                   "(e.g. https://api.example.com/v1/items)",
+                                   url);
+    _cleanup_free_ char *scheme =
+        xstrndup(url + u.field_data[UF_SCHEMA].off, u.field_data[UF_SCHEMA].len);
+    for (char *c = scheme; *c; c++)
+        *c = (char)tolower((unsigned char)*c);
+    if (strcmp(scheme, "http") != 0 && strcmp(scheme, "https") != 0)
+        return pdk_cli_usage_error("policy check",
+                                   "--url %s: the gateway judges http and https "
+                                   "only",
+                                   url);
+    _cleanup_free_ char *raw_host =
+        xstrndup(url + u.field_data[UF_HOST].off, u.field_data[UF_HOST].len);
+    const char *why = NULL;
+    _cleanup_free_ char *host = pdk_net_host_pattern_normalize(raw_host, &why);
+    if (!host || strchr(host, '*'))
+        return pdk_cli_usage_error("policy check", "--url %s: the host is not valid: %s", url,
+                                   why ? why : "a glob is not a host");
+    uint16_t port = u.field_set & (1 << UF_PORT) ? u.port : strcmp(scheme, "https") == 0 ? 443 : 80;
+    _cleanup_free_ char *target = NULL;
+    if (u.field_set & (1 << UF_PATH))
+        target = xstrdup(url + u.field_data[UF_PATH].off);
+    else
+        target = xasprintf(
+            "/%s", u.field_set & (1 << UF_QUERY) ? url + u.field_data[UF_QUERY].off - 1 : "");
+    _cleanup_free_ char *query = NULL;
+    _cleanup_free_ char *path = pdk_net_path_normalize(target, &query, &why);
+    if (!path)
+        return pdk_cli_usage_error("policy check", "--url %s: %s", url, why);
+    _cleanup_free_ char *method = xstrdup(request->method ? request->method : "GET");
+    for (char *c = method; *c; c++)
+        *c = (char)toupper((unsigned char)*c);
+    pdk_policy *policy = NULL;
+    int r = load(file, &policy);
+    if (r != PDK_EXIT_OK)
+        return r;
+    pdk_net_request req = {scheme, host, port, method, path};
+    pdk_net_verdict v;
+    pdk_net_rules_judge(&policy->network, &req, &v);
+    _cleanup_free_ char *how = pdk_policy_describe_net_rule(policy, v.rule);
+    if (json) {
+        json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:s, s:s, s:b}", "decision",
+                              pdk_decision_name(v.decision), "reason", v.reason, "decided_by", how,
+                              "method", method, "host", host, "port", (int)port, "path", path,
+                              "policy", policy->source, "network_section", policy->network.enabled);
+        json_object_set_new(o, "rule", v.rule >= 0 ? json_integer(v.rule) : json_null());
+        json_object_set_new(o, "line",
+                            v.rule >= 0 && policy->net_rule_lines[v.rule] > 0
+                                ? json_integer(policy->net_rule_lines[v.rule])
+                                : json_null());
+        pdk_cli_print_json(o);
+    } else if (!policy->network.enabled) {
+        printf("deny: the policy has no network section (nothing leaves the sandbox)\n");
+    } else if (v.rule >= 0) {
+        printf("%s: %s: %s\n", pdk_decision_name(v.decision), how, v.reason);
+    } else {
+        printf("%s: %s\n", pdk_decision_name(v.decision), v.reason);
+    }
+    pdk_policy_free(policy);
+    return PDK_EXIT_OK;
+}
+
 static int check(int argc, char **argv)
 {
     const char *file = NULL;
     bool json = false;
-    int early = parse_options(argc, argv, &file, &json);
+    check_request request = {0};
+    int early = parse_options(argc, argv, &file, &json, &request);
     if (early >= 0)
         return early;
+    if (request.method && !request.url)
+        return pdk_cli_usage_error("policy check", "--method goes with --url");
+    if (request.url) {
+        if (optind < argc)
+            return pdk_cli_usage_error("policy check", "give --url or a command, not both");
+        return check_url(file, json, &request);
+    }
     if (optind < argc && strcmp(argv[optind], "--") == 0)
         optind++;
     if (optind >= argc)
@@ -132,7 +234,7 @@ static int check(int argc, char **argv)
 static int lint(int argc, char **argv)
 {
     bool json = false;
-    int early = parse_options(argc, argv, NULL, &json);
+    int early = parse_options(argc, argv, NULL, &json, NULL);
     if (early >= 0)
         return early;
     if (optind >= argc)

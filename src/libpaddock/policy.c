@@ -16,6 +16,7 @@
 #include "fsutil.h"
 #include "shell.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -457,7 +458,7 @@ static void unknown_key(parse_state *st, const map_entry *e, const char *section
     pdk_buf_free(&known);
 }
 
-static const char *const reserved_keys[] = {"network", "credentials"};
+static const char *const reserved_keys[] = {"credentials"};
 
 /* Walk a mapping against a table of keys; section is NULL for the top level. */
 static void walk_section(parse_state *st, yaml_node_t *map, const char *section,
@@ -1411,6 +1412,318 @@ static void handle_approval_on_timeout(parse_state *st, const char *field, yaml_
     }
 }
 
+/* ---- network ---- */
+
+/* A word or a list of words, each checked by ok (NULL: any non-empty word); new list, or
+ * NULL after a diagnostic. */
+static char **word_list(parse_state *st, const char *field, yaml_node_t *n, const char *what,
+                        bool (*ok)(const char *word), bool upper)
+{
+    yaml_node_t **nodes = NULL;
+    size_t count = 0;
+    yaml_node_t *single[1];
+    if (n->type == YAML_SCALAR_NODE) {
+        single[0] = n;
+        nodes = single;
+        count = 1;
+    } else if (n->type == YAML_SEQUENCE_NODE) {
+        yaml_node_item_t *items;
+        list_items(st, field, n, &items, &count);
+        if (count == 0) {
+            diag_node(st, n, "%s: an empty list matches nothing (leave the key out to match any)",
+                      field);
+            return NULL;
+        }
+        nodes = xcalloc(count, sizeof(*nodes));
+        for (size_t i = 0; i < count; i++)
+            nodes[i] = node_at(st, items[i]);
+    } else {
+        expected(st, field, n, what);
+        return NULL;
+    }
+    char **words = xcalloc(1, sizeof(char *));
+    bool good = true;
+    for (size_t i = 0; i < count; i++) {
+        yaml_node_t *item = nodes[i];
+        const char *v = item ? scalar_text(st, field, item, what) : NULL;
+        if (!v) {
+            good = false;
+            continue;
+        }
+        _cleanup_free_ char *w = xstrdup(v);
+        for (char *c = w; *c; c++)
+            *c = (char)(upper ? toupper((unsigned char)*c) : tolower((unsigned char)*c));
+        if (!*w || (ok && !ok(w))) {
+            _cleanup_free_ char *q = quote_str(v);
+            diag_node(st, item, "%s: %s is not %s", field, q, what);
+            good = false;
+            continue;
+        }
+        pdk_strv_push(&words, w);
+    }
+    if (nodes != single)
+        free(nodes);
+    if (!good) {
+        pdk_strv_free(words);
+        return NULL;
+    }
+    return words;
+}
+
+static bool is_scheme(const char *w)
+{
+    return strcmp(w, "http") == 0 || strcmp(w, "https") == 0;
+}
+
+static bool is_method(const char *w)
+{
+    for (const char *c = w; *c; c++)
+        if (!isupper((unsigned char)*c) && *c != '-' && *c != '_')
+            return false;
+    return true;
+}
+
+static bool parse_port_value(parse_state *st, const char *field, yaml_node_t *n, uint16_t *out)
+{
+    const char *v = scalar_text(st, field, n, "a port number");
+    if (!v)
+        return false;
+    uint64_t port;
+    if (parse_decimal(v, 65535, &port) != 0 || port == 0) {
+        _cleanup_free_ char *q = quote_str(v);
+        diag_node(st, n, "%s: %s is not a port (use a number from 1 to 65535)", field, q);
+        return false;
+    }
+    *out = (uint16_t)port;
+    return true;
+}
+
+/* "host" from a YAML scalar as a normalised host pattern; NULL after a diagnostic. */
+static char *host_value(parse_state *st, const char *field, yaml_node_t *n, bool globs)
+{
+    const char *v = scalar_text(st, field, n, "a host name");
+    if (!v)
+        return NULL;
+    const char *why = NULL;
+    char *h = pdk_net_host_pattern_normalize(v, &why);
+    if (h && !globs && strchr(h, '*')) {
+        why = "a glob cannot be used here (name the host)";
+        free(h);
+        h = NULL;
+    }
+    if (!h) {
+        _cleanup_free_ char *q = quote_str(v);
+        diag_node(st, n, "%s: %s is not a host: %s", field, q, why);
+    }
+    return h;
+}
+
+static void handle_network_default(parse_state *st, const char *field, yaml_node_t *n)
+{
+    pdk_decision d;
+    if (!parse_decision(st, field, n, &d))
+        return;
+    if (d == PDK_DECISION_CONFINE) {
+        diag_node(st, n, "%s: confine is a decision for commands (use allow, ask or deny)", field);
+        return;
+    }
+    st->policy->network.default_decision = d;
+}
+
+static void network_rule(parse_state *st, const char *field, yaml_node_t *n)
+{
+    static const key_spec keys[] = {{"host", NULL},    {"port", NULL}, {"scheme", NULL},
+                                    {"methods", NULL}, {"path", NULL}, {"decision", NULL},
+                                    {"reason", NULL}};
+    yaml_node_t *v[PDK_ARRAY_SIZE(keys)];
+    if (!mapping_values(st, field, n, keys, PDK_ARRAY_SIZE(keys), v))
+        return;
+    pdk_net_rule r = {0};
+    bool ok = true;
+    _cleanup_free_ char *fh = xasprintf("%s.host", field), *fp = xasprintf("%s.port", field),
+                        *fs = xasprintf("%s.scheme", field), *fm = xasprintf("%s.methods", field),
+                        *fpa = xasprintf("%s.path", field), *fd = xasprintf("%s.decision", field),
+                        *fr = xasprintf("%s.reason", field);
+    if (!v[0]) {
+        diag_node(st, n, "%s: a rule needs \"host\" (a name, \"*.domain\" or \"*\")", field);
+        ok = false;
+    } else if (!(r.host = host_value(st, fh, v[0], true))) {
+        ok = false;
+    }
+    if (v[1] && !parse_port_value(st, fp, v[1], &r.port))
+        ok = false;
+    if (v[2] &&
+        !(r.schemes = word_list(st, fs, v[2], "a scheme (http or https)", is_scheme, false)))
+        ok = false;
+    if (v[3] &&
+        !(r.methods = word_list(st, fm, v[3], "an HTTP method (GET, POST, ...)", is_method, true)))
+        ok = false;
+    if (v[4]) {
+        const char *path = scalar_text(st, fpa, v[4], "a path glob");
+        if (!path) {
+            ok = false;
+        } else if (path[0] != '/') {
+            _cleanup_free_ char *q = quote_str(path);
+            diag_node(st, v[4],
+                      "%s: %s does not start with \"/\" (a path glob is matched against "
+                      "the request's path, e.g. /api/v1/**)",
+                      fpa, q);
+            ok = false;
+        } else if (strchr(path, '?')) {
+            _cleanup_free_ char *q = quote_str(path);
+            diag_node(st, v[4],
+                      "%s: %s has a query (the path is matched without it; remove the "
+                      "\"?...\")",
+                      fpa, q);
+            ok = false;
+        } else {
+            r.path = xstrdup(path);
+        }
+    }
+    if (!v[5]) {
+        diag_node(st, n, "%s: a rule needs \"decision\" (allow, ask or deny)", field);
+        ok = false;
+    } else if (!parse_decision(st, fd, v[5], &r.decision)) {
+        ok = false;
+    } else if (r.decision == PDK_DECISION_CONFINE) {
+        diag_node(st, v[5], "%s: confine is a decision for commands (use allow, ask or deny)", fd);
+        ok = false;
+    }
+    const char *why = NULL;
+    if (v[6] && !(why = scalar_text(st, fr, v[6], "a reason (one line of text)")))
+        ok = false;
+    r.reason = why ? xstrdup(why) : NULL;
+    pdk_net_rules *rules = &st->policy->network;
+    if (!ok) {
+        pdk_net_rule_clear(&r);
+        return;
+    }
+    rules->rules = xrealloc(rules->rules, (rules->count + 1) * sizeof(*rules->rules));
+    rules->rules[rules->count++] = r;
+    st->policy->net_rule_lines =
+        xrealloc(st->policy->net_rule_lines, rules->count * sizeof(*st->policy->net_rule_lines));
+    st->policy->net_rule_lines[rules->count - 1] = clamp_int(n->start_mark.line + 1);
+}
+
+static void handle_network_rules(parse_state *st, const char *field, yaml_node_t *n)
+{
+    yaml_node_item_t *items;
+    size_t count;
+    if (!list_items(st, field, n, &items, &count))
+        return;
+    for (size_t i = 0; i < count; i++) {
+        yaml_node_t *item = node_at(st, items[i]);
+        _cleanup_free_ char *f = xasprintf("%s[%zu]", field, i);
+        if (item)
+            network_rule(st, f, item);
+    }
+}
+
+static void handle_network_passthrough(parse_state *st, const char *field, yaml_node_t *n)
+{
+    yaml_node_item_t *items;
+    size_t count;
+    if (!list_items(st, field, n, &items, &count))
+        return;
+    for (size_t i = 0; i < count; i++) {
+        yaml_node_t *item = node_at(st, items[i]);
+        _cleanup_free_ char *f = xasprintf("%s[%zu]", field, i);
+        char *h = item ? host_value(st, f, item, true) : NULL;
+        if (h)
+            pdk_strv_push_take(&st->policy->network.passthrough, h);
+    }
+}
+
+/* "host:port" or "[v6]:port". */
+static bool split_host_port(const char *text, char **host, uint16_t *port)
+{
+    const char *colon = NULL;
+    if (text[0] == '[') {
+        const char *close = strchr(text, ']');
+        if (!close || close[1] != ':')
+            return false;
+        colon = close + 1;
+    } else {
+        colon = strrchr(text, ':');
+        if (!colon || memchr(text, ':', (size_t)(colon - text)))
+            return false;
+    }
+    uint64_t p;
+    if (parse_decimal(colon + 1, 65535, &p) != 0 || p == 0)
+        return false;
+    const char *why;
+    _cleanup_free_ char *h = xstrndup(text, (size_t)(colon - text));
+    *host = pdk_net_host_pattern_normalize(h, &why);
+    if (!*host || strchr(*host, '*')) {
+        free(*host);
+        *host = NULL;
+        return false;
+    }
+    *port = (uint16_t)p;
+    return true;
+}
+
+static void handle_network_resolve(parse_state *st, const char *field, yaml_node_t *n)
+{
+    if (!expect_type(st, field, n, YAML_MAPPING_NODE))
+        return;
+    size_t count = 0;
+    _cleanup_free_ map_entry *entries = map_entries(st, n, field, &count);
+    pdk_net_rules *rules = &st->policy->network;
+    for (size_t i = 0; i < count; i++) {
+        map_entry *e = &entries[i];
+        if (!e->key || e->duplicate)
+            continue;
+        _cleanup_free_ char *key = xstrndup(e->key, e->key_len);
+        _cleanup_free_ char *f = xasprintf("%s.%s", field, key);
+        pdk_net_resolve r = {0};
+        if (!split_host_port(key, &r.host, &r.port)) {
+            _cleanup_free_ char *q = quote_str(key);
+            diag_node(st, e->key_node, "%s: %s is not host:port (e.g. \"api.example.com:443\")",
+                      field, q);
+            continue;
+        }
+        const char *to = scalar_text(st, f, e->value, "an address (host:port)");
+        if (!to || !split_host_port(to, &r.to_host, &r.to_port)) {
+            if (to) {
+                _cleanup_free_ char *q = quote_str(to);
+                diag_node(st, e->value, "%s: %s is not host:port (e.g. \"127.0.0.1:18443\")", f, q);
+            }
+            free(r.host);
+            continue;
+        }
+        rules->resolve =
+            xrealloc(rules->resolve, (rules->resolve_count + 1) * sizeof(*rules->resolve));
+        rules->resolve[rules->resolve_count++] = r;
+    }
+}
+
+static void handle_network_upstream_ca(parse_state *st, const char *field, yaml_node_t *n)
+{
+    yaml_node_item_t *items;
+    size_t count;
+    if (!list_items(st, field, n, &items, &count))
+        return;
+    for (size_t i = 0; i < count; i++) {
+        yaml_node_t *item = node_at(st, items[i]);
+        _cleanup_free_ char *f = xasprintf("%s[%zu]", field, i);
+        const char *v = item ? scalar_text(st, f, item, "a path to PEM certificates") : NULL;
+        if (!v)
+            continue;
+        if (!*v) {
+            diag_node(st, item, "%s: empty path", f);
+            continue;
+        }
+        char *path = NULL;
+        if (v[0] == '~')
+            path = resolve_path(st, f, item, v, false);
+        else
+            path = xstrdup(v); /* absolute, or relative to the policy file (load_file) */
+        if (path)
+            pdk_strv_push_take(&st->policy->network.upstream_ca, path);
+    }
+}
+
 /* ---- the schema ---- */
 
 static const key_spec filesystem_keys[] = {
@@ -1448,6 +1761,12 @@ static const key_spec commands_keys[] = {
     {"examples", handle_commands_examples},
 };
 
+static const key_spec network_keys[] = {
+    {"default", handle_network_default},         {"rules", handle_network_rules},
+    {"passthrough", handle_network_passthrough}, {"resolve", handle_network_resolve},
+    {"upstream_ca", handle_network_upstream_ca},
+};
+
 static const key_spec approvals_keys[] = {
     {"timeout", handle_approval_timeout},
     {"on_timeout", handle_approval_on_timeout},
@@ -1466,10 +1785,16 @@ SECTION_HANDLER(handle_sandbox, sandbox_keys)
 SECTION_HANDLER(handle_commands, commands_keys)
 SECTION_HANDLER(handle_approvals, approvals_keys)
 
+static void handle_network(parse_state *st, const char *field, yaml_node_t *n)
+{
+    st->policy->network.enabled = true;
+    walk_section(st, n, field, network_keys, PDK_ARRAY_SIZE(network_keys));
+}
+
 static const key_spec top_keys[] = {
     {"version", handle_version},   {"filesystem", handle_filesystem}, {"env", handle_env},
     {"limits", handle_limits},     {"landlock", handle_landlock},     {"sandbox", handle_sandbox},
-    {"commands", handle_commands}, {"approvals", handle_approvals},
+    {"commands", handle_commands}, {"approvals", handle_approvals},   {"network", handle_network},
 };
 
 /* ---- libyaml ---- */
@@ -1676,6 +2001,9 @@ static pdk_policy *policy_new(const char *source)
     p->commands.default_decision = PDK_DECISION_ALLOW;
     p->approval_timeout_seconds = DEFAULT_APPROVAL_TIMEOUT;
     p->approval_on_timeout = PDK_DECISION_DENY;
+    p->network.default_decision = PDK_DECISION_DENY;
+    p->network.passthrough = xcalloc(1, sizeof(char *));
+    p->network.upstream_ca = xcalloc(1, sizeof(char *));
     return p;
 }
 
@@ -1699,6 +2027,8 @@ void pdk_policy_free(pdk_policy *policy)
     free(policy->tcp_connect);
     pdk_command_rules_free(&policy->commands);
     free(policy->rule_lines);
+    pdk_net_rules_free(&policy->network);
+    free(policy->net_rule_lines);
     free(policy);
 }
 
@@ -1836,6 +2166,14 @@ int pdk_policy_load_file(const char *path, const pdk_policy_context *ctx, pdk_po
     if (pdk_policy_parse(path, text, len, ctx, out, diags, err) < 0)
         return -1;
     (*out)->base_dir = base_dir_of(path);
+    /* Relative CA paths are relative to the policy file. */
+    for (char **ca = (*out)->network.upstream_ca; ca && *ca; ca++) {
+        if ((*ca)[0] != '/') {
+            _cleanup_free_ char *joined = pdk_path_join((*out)->base_dir, *ca);
+            free(*ca);
+            *ca = pdk_path_normalize(joined);
+        }
+    }
     pdk_sha256_hex(text, len, (*out)->sha256);
     return 0;
 }
@@ -1879,5 +2217,28 @@ char *pdk_policy_describe_rule(const pdk_policy *policy, ssize_t rule)
             pdk_buf_printf(&b, "]");
     }
     pdk_buf_printf(&b, "] %s)", pdk_decision_name(r->decision));
+    return steal_pointer(&b.data);
+}
+
+char *pdk_policy_describe_net_rule(const pdk_policy *policy, ssize_t rule)
+{
+    const pdk_net_rules *rules = &policy->network;
+    if (rule < 0 || (size_t)rule >= rules->count)
+        return xasprintf("the network default (%s)", pdk_decision_name(rules->default_decision));
+    const pdk_net_rule *r = &rules->rules[rule];
+    pdk_buf b = {0};
+    pdk_buf_printf(&b, "network rule %zd (", rule + 1);
+    if (policy->net_rule_lines && policy->net_rule_lines[rule] > 0)
+        pdk_buf_printf(&b, "line %d: ", policy->net_rule_lines[rule]);
+    pdk_buf_printf(&b, "%s", r->host);
+    if (r->port)
+        pdk_buf_printf(&b, ":%u", (unsigned)r->port);
+    for (size_t i = 0; r->schemes && r->schemes[i]; i++)
+        pdk_buf_printf(&b, "%s%s", i ? "," : " ", r->schemes[i]);
+    for (size_t i = 0; r->methods && r->methods[i]; i++)
+        pdk_buf_printf(&b, "%s%s", i ? "," : " ", r->methods[i]);
+    if (r->path)
+        pdk_buf_printf(&b, " %s", r->path);
+    pdk_buf_printf(&b, " %s)", pdk_decision_name(r->decision));
     return steal_pointer(&b.data);
 }

@@ -11,6 +11,7 @@
 #define PADDOCK_POLICY_H
 
 #include "command_rules.h"
+#include "net_rules.h"
 #include "error.h"
 
 #include <stdint.h>
@@ -85,6 +86,11 @@ typedef struct pdk_policy {
     pdk_command_rules commands;
     int *rule_lines;
 
+    /* network: the egress gateway's rules (network.enabled: the section is there);
+     * net_rule_lines[i] is the line of network rule i */
+    pdk_net_rules network;
+    int *net_rule_lines;
+
     /* approvals: how long an `ask` waits, and what a timeout means (deny or allow) */
     int64_t approval_timeout_seconds;
     pdk_decision approval_on_timeout;
@@ -97,6 +103,8 @@ char **pdk_policy_example_argv(const char *command_line);
 /* "rule 3 (line 12: [git, push])", "the default (allow)" or similar: how a verdict came
  * about, for messages. New string. */
 char *pdk_policy_describe_rule(const pdk_policy *policy, ssize_t rule);
+/* The same for a network rule: "network rule 2 (line 9: open.feishu.cn POST,PUT ask)". */
+char *pdk_policy_describe_net_rule(const pdk_policy *policy, ssize_t rule);
 
 /* Workspace-relative paths that are read-only in every sandbox (and that commit refuses by
  * default), whatever the policy says: ".git/hooks/", ".git/config", ".mcp.json", editor

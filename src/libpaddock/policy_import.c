@@ -143,9 +143,9 @@ int pdk_policy_import_srt(const char *name, const char *text, size_t len, char *
         return pdk_error_set(err, 0, "%s:%d:%d: not JSON: %s (srt settings are a JSON object)",
                              name, jerr.line, jerr.column, jerr.text);
     if (!json_is_object(root)) {
-        json_decref(root);
-        return pdk_error_set(err, 0, "%s: srt settings are a JSON object, not %s", name,
-                             json_is_array(root) ? "a list" : "a single value");
+        const char *what = json_is_array(root) ? "a list" : "a single value";
+        json_decref(root); /* after the last look at it */
+        return pdk_error_set(err, 0, "%s: srt settings are a JSON object, not %s", name, what);
     }
     import_state st = {.err = err, .name = name};
     _cleanup_free_ char *src = comment_safe(name);
@@ -210,7 +210,67 @@ int pdk_policy_import_srt(const char *name, const char *text, size_t len, char *
         }
         pdk_strv_push(&protect, p);
     }
-    const char *ignored[] = {"network", "credentials", NULL};
+    /* network: allowedDomains and deniedDomains become host rules (srt's "*.x" globs mean
+     * what paddock's do: names under x, not x itself); the rest has no counterpart. */
+    json_t *net = json_object_get(root, "network");
+    char **allowed = NULL, **denied = NULL;
+    if (net && !json_is_object(net)) {
+        pdk_error_set(err, 0, "%s: network is not an object (srt settings expect one)", name);
+        goto out;
+    }
+    if (net && (!strings(&st, net, "network", "allowedDomains", &allowed) ||
+                !strings(&st, net, "network", "deniedDomains", &denied))) {
+        pdk_strv_free(allowed);
+        pdk_strv_free(denied);
+        goto out;
+    }
+    pdk_buf net_rules = {0};
+    for (int pass = 0; pass < 2; pass++) {
+        char **list = pass == 0 ? denied : allowed;
+        for (size_t i = 0; list && list[i]; i++) {
+            _cleanup_free_ char *host = xstrdup(list[i]);
+            char *colon = strrchr(host, ':');
+            long port = 0;
+            if (colon && !strchr(host, ']') && colon == strchr(host, ':')) {
+                char *end = NULL;
+                port = strtol(colon + 1, &end, 10);
+                if (!*(colon + 1) || *end || port < 1 || port > 65535) {
+                    _cleanup_free_ char *c = comment_safe(list[i]);
+                    note(&st, "network.%s %s: not a host or host:port, left out",
+                         pass ? "allowedDomains" : "deniedDomains", c);
+                    continue;
+                }
+                *colon = '\0';
+            }
+            const char *why = NULL;
+            _cleanup_free_ char *h = pdk_net_host_pattern_normalize(host, &why);
+            if (!h) {
+                _cleanup_free_ char *c = comment_safe(list[i]);
+                note(&st, "network.%s %s: %s, left out", pass ? "allowedDomains" : "deniedDomains",
+                     c, why);
+                continue;
+            }
+            _cleanup_free_ char *q = yaml_quote(h);
+            if (port)
+                pdk_buf_printf(&net_rules, "    - {host: %s, port: %ld, decision: %s}\n", q, port,
+                               pass ? "allow" : "deny");
+            else
+                pdk_buf_printf(&net_rules, "    - {host: %s, decision: %s}\n", q,
+                               pass ? "allow" : "deny");
+        }
+    }
+    pdk_strv_free(allowed);
+    pdk_strv_free(denied);
+    const char *net_key;
+    json_t *net_value;
+    json_object_foreach(net, net_key, net_value)
+    {
+        if (strcmp(net_key, "allowedDomains") != 0 && strcmp(net_key, "deniedDomains") != 0) {
+            _cleanup_free_ char *k = comment_safe(net_key);
+            note(&st, "network.%s has no counterpart (paddock's gateway decides per request)", k);
+        }
+    }
+    const char *ignored[] = {"credentials", NULL};
     for (size_t i = 0; ignored[i]; i++) {
         json_t *v = json_object_get(root, ignored[i]);
         if (!v)
@@ -262,6 +322,10 @@ int pdk_policy_import_srt(const char *name, const char *text, size_t len, char *
     }
     pdk_buf_printf(&st.yaml, "%s", lists.data ? lists.data : "");
     pdk_buf_free(&lists);
+    if (net)
+        pdk_buf_printf(&st.yaml, "network:\n  default: deny\n  rules:%s\n%s",
+                       net_rules.data ? "" : " []", net_rules.data ? net_rules.data : "");
+    pdk_buf_free(&net_rules);
     *yaml = steal_pointer(&st.yaml.data);
     *notes = steal_pointer(&st.notes);
     ret = 0;

@@ -979,6 +979,9 @@ int pdk_run(const pdk_run_options *given, pdk_run_report *report, pdk_error *err
     if (pdk_state_dir(true, &st.state_dir, err) < 0)
         goto out;
     pdk_trace("policy loaded");
+    if (st.policy->network.enabled)
+        pdk_warn("the policy's network rules are checked but not enforced by this version: the "
+                 "sandbox has loopback only (docs/policy.md, network)");
 
     /* The command rules on the command itself. */
     pdk_command_rules_judge(&st.policy->commands, opt->argv, &st.verdict);

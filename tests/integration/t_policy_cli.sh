@@ -116,7 +116,9 @@ done
 # Importing sandbox-runtime settings: what maps is carried over, the rest is said.
 cat >"$T/srt.json" <<'JSON'
 {
-  "network": {"allowedDomains": ["github.com"]},
+  "network": {"allowedDomains": ["github.com", "*.npmjs.org", "git.example:8443", "bad host"],
+              "deniedDomains": ["evil.example"], "allowLocalBinding": true},
+  "credentials": {"envVars": []},
   "filesystem": {
     "denyRead": ["~/.ssh", "/etc/secret", "relative/dir"],
     "allowRead": ["~/.gitconfig"],
@@ -139,10 +141,41 @@ expect_match "denyWrite in the workspace becomes protect" 'protect:
     - "secrets/"' "$OUT"
 expect_match "allowWrite outside the workspace becomes write" 'write:
     - "/tmp"' "$OUT"
-expect_match "what cannot be carried over is said on stderr (network)" \
-    "not carried over: network \(this version of paddock has no network section yet\)" "$ERR"
+expect_eq "allowedDomains and deniedDomains become network rules" '  rules:
+    - {host: "evil.example", decision: deny}
+    - {host: "github.com", decision: allow}
+    - {host: "*.npmjs.org", decision: allow}
+    - {host: "git.example", port: 8443, decision: allow}' "$(printf '%s\n' "$OUT" | sed -n '/^  rules:/,$p')"
+expect_match "what cannot be carried over is said on stderr (a bad host)" \
+    "not carried over: network.allowedDomains bad host: a host has only letters" "$ERR"
+expect_match "... (a network setting without counterpart)" \
+    "not carried over: network.allowLocalBinding has no counterpart" "$ERR"
+expect_match "... (credentials)" \
+    "not carried over: credentials \(this version of paddock has no credentials section yet\)" "$ERR"
 expect_match "... (a relative denyRead)" "not carried over: filesystem.denyRead relative/dir" "$ERR"
-expect_match "... and kept as comments in the policy" "#   was: network: " "$OUT"
+expect_match "... and kept as comments in the policy" "#   was: credentials: " "$OUT"
+
+# The network rules on a request.
+cat >"$T/net.yaml" <<'YAML'
+version: 1
+network:
+  rules:
+    - {host: api.example.com, methods: [GET], path: /v1/**, decision: allow}
+    - {host: api.example.com, methods: [POST], decision: ask, reason: "writes need a human"}
+YAML
+pdk policy check --policy "$T/net.yaml" --url "https://API.example.com/v1/items?limit=5"
+expect_eq "policy check --url: allowed by a rule" \
+    "allow: network rule 1 (line 4: api.example.com GET /v1/** allow): allowed by a network rule" "$OUT"
+pdk policy check --policy "$T/net.yaml" --json --url https://api.example.com/v1/x --method post
+expect_eq "... --method, --json: decision, rule, reason" "ask 1 writes need a human" \
+    "$(json_get "$OUT" '"%s %s %s" % (j["decision"], j["rule"], j["reason"])')"
+pdk policy check --policy "$T/net.yaml" --url https://api.example.com/v2/x
+expect_match "... the default for what no rule matches" "^deny: no network rule allows it" "$OUT"
+pdk policy check --policy "$T/net.yaml" --url 'https://api.example.com/v1/a%2f..%2f..%2fadmin'
+expect_eq "... a path hiding dot segments is refused (exit 2)" 2 "$RC"
+expect_match "... saying why" "hides \"\.\" or \"\.\.\" segments" "$ERR"
+pdk policy check --url ftp://api.example.com/
+expect_eq "... a non-http URL is a usage error" 2 "$RC"
 pdk policy import --from srt "$T/srt.json" --output "$T/out.yaml"
 expect_eq "--output writes the file" "0 yes" "$RC $([ -s "$T/out.yaml" ] && echo yes)"
 printf '[1' >"$T/bad.json"

@@ -589,7 +589,7 @@ static void test_unknown_keys(void **state)
             NAME ":7:1: unknown key \"Sandbox\" at the top level (did you mean \"sandbox\"?)",
             NAME ":8:1: unknown key \"limit\" at the top level (did you mean \"limits\"?)",
             NAME ":9:1: unknown key \"xyzzy\" at the top level (known keys: version, "
-                 "filesystem, env, limits, landlock, sandbox, commands, approvals)",
+                 "filesystem, env, limits, landlock, sandbox, commands, approvals, network)",
             NAME ":11:3: unknown key \"Pass\" in \"env\" (did you mean \"pass\"?)", NULL});
     pdk_strv_free(lines);
 
@@ -602,13 +602,11 @@ static void test_unknown_keys(void **state)
 static void test_reserved_keys(void **state)
 {
     char **lines = parse_fail("version: 1\n"
-                              "network: {allow: [github.com]}\n"
                               "credentials: {}\n");
     assert_strv_equal(
         lines,
         (const char *[]){
-            NAME ":2:1: \"network\" is not supported by this version of paddock yet (remove it)",
-            NAME ":3:1: \"credentials\" is not supported by this version of paddock yet (remove "
+            NAME ":2:1: \"credentials\" is not supported by this version of paddock yet (remove "
                  "it)",
             NULL});
     pdk_strv_free(lines);
@@ -923,7 +921,7 @@ static void test_nul_and_escapes(void **state)
     assert_one_diag("version: 1\n\"a\\tb\\u2028c\\u202ed\": 1\n",
                     NAME ":2:1: unknown key \"a\\x09b\\u2028c\\u202ed\" at the top level (known "
                          "keys: version, filesystem, env, limits, landlock, sandbox, commands, "
-                         "approvals)");
+                         "approvals, network)");
     pdk_buf text = {0};
     pdk_buf_puts(&text, "version: 1\n");
     for (int i = 0; i < 100; i++)
@@ -950,14 +948,17 @@ static void test_all_errors_reported(void **state)
                               "  memory: 2X\n" /* 4 */
                               "  pids: lots\n" /* 5 */
                               "landlock:\n"
-                              "  tcp_bind: [99999]\n" /* 6 */
-                              "network: {}\n");       /* 7 */
+                              "  tcp_bind: [99999]\n"   /* 6 */
+                              "network: {bogus: 1}\n"); /* 7 */
     assert_int_equal(pdk_strv_length(lines), 7);
     static const char *const starts[] = {
-        NAME ":1:10: version:",    NAME ":3:15: filesystem.read_deny:",
-        NAME ":4:3: unknown key",  NAME ":6:11: limits.memory:",
-        NAME ":7:9: limits.pids:", NAME ":9:14: landlock.tcp_bind:",
-        NAME ":10:1: \"network\"",
+        NAME ":1:10: version:",
+        NAME ":3:15: filesystem.read_deny:",
+        NAME ":4:3: unknown key",
+        NAME ":6:11: limits.memory:",
+        NAME ":7:9: limits.pids:",
+        NAME ":9:14: landlock.tcp_bind:",
+        NAME ":10:11: unknown key \"bogus\" in \"network\"",
     };
     for (size_t i = 0; i < PDK_ARRAY_SIZE(starts); i++)
         assert_true(pdk_str_has_prefix(lines[i], starts[i]));
