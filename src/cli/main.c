@@ -25,6 +25,7 @@ static const pdk_cli_command commands[] = {
     {"approvals", "the requests waiting for a human's decision", pdk_cmd_approvals},
     {"approve", "let the command of an approval request run", pdk_cmd_approve},
     {"deny", "refuse the command of an approval request", pdk_cmd_deny},
+    {"ca", "paddock's CA for TLS interception at the gateway", pdk_cmd_ca},
 };
 
 static void print_usage(FILE *out)

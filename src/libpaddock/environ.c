@@ -108,6 +108,21 @@ char **pdk_environ_build(char *const *host_env, const pdk_policy *policy,
             env_set(&env, "PWD", extra->pwd);
         if (extra->session)
             env_set(&env, "PADDOCK_SESSION", extra->session);
+        if (extra->proxy_url) {
+            static const char *const proxies[] = {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY",
+                                                  "http_proxy", "https_proxy", "all_proxy"};
+            for (size_t i = 0; i < sizeof(proxies) / sizeof(*proxies); i++)
+                env_set(&env, proxies[i], extra->proxy_url);
+            env_set(&env, "NO_PROXY", "");
+            env_set(&env, "no_proxy", "");
+        }
+        if (extra->ca_bundle) {
+            static const char *const cas[] = {"SSL_CERT_FILE",      "CURL_CA_BUNDLE",
+                                              "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS",
+                                              "GIT_SSL_CAINFO",     "CARGO_HTTP_CAINFO"};
+            for (size_t i = 0; i < sizeof(cas) / sizeof(*cas); i++)
+                env_set(&env, cas[i], extra->ca_bundle);
+        }
     }
     env_set(&env, "TMPDIR", "/tmp");
     env_set(&env, "PADDOCK_SANDBOX", "1");

@@ -18,6 +18,13 @@ typedef struct pdk_environ_extra {
     const char *home;    /* HOME inside */
     const char *pwd;     /* PWD inside */
     const char *session; /* PADDOCK_SESSION */
+    /* The egress gateway's proxy: HTTP_PROXY, HTTPS_PROXY, ALL_PROXY (and lower case) set
+     * to it, NO_PROXY emptied (every request goes through it). */
+    const char *proxy_url;
+    /* The CA bundle inside (the gateway's interception CA among the roots):
+     * SSL_CERT_FILE, CURL_CA_BUNDLE, REQUESTS_CA_BUNDLE, NODE_EXTRA_CA_CERTS,
+     * GIT_SSL_CAINFO, CARGO_HTTP_CAINFO name it. */
+    const char *ca_bundle;
 } pdk_environ_extra;
 
 /* A new NULL-terminated "NAME=VALUE" vector. */

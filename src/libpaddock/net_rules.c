@@ -127,16 +127,6 @@ bool pdk_net_path_matches(const char *glob, const char *path)
     return glob_match(glob, path);
 }
 
-static int hex_value(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
 
 static bool unreserved(int c)
 {
@@ -222,8 +212,8 @@ char *pdk_net_path_normalize(const char *target, char **query, const char **why)
     for (size_t i = 0; i < len; i++) {
         char c = target[i];
         if (c == '%') {
-            int hi = i + 1 < len ? hex_value(target[i + 1]) : -1;
-            int lo = i + 2 < len ? hex_value(target[i + 2]) : -1;
+            int hi = i + 1 < len ? pdk_hex_value(target[i + 1]) : -1;
+            int lo = i + 2 < len ? pdk_hex_value(target[i + 2]) : -1;
             if (hi < 0 || lo < 0) {
                 *why = "the path has a \"%\" that is not followed by two hex digits";
                 pdk_buf_free(&b);

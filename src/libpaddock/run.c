@@ -7,6 +7,7 @@
 #include "changes.h"
 #include "environ.h"
 #include "fsutil.h"
+#include "gateway.h"
 #include "landlock.h"
 #include "log.h"
 #include "policy.h"
@@ -44,6 +45,9 @@ typedef struct run_state {
     bool confined;
     pdk_audit_spool *spool;   /* where this run's audit events go */
     struct exec_watch *watch; /* judging the execs inside, when the policy has rules */
+    const pdk_gateway_module *gateway_module; /* the egress gateway, when the policy has a */
+    pdk_gateway *gateway;                     /* network section */
+    uint16_t *egress_ports;
 } run_state;
 
 /* ---- the audit events of a run ---- */
@@ -368,6 +372,97 @@ static int build_config(run_state *st, pdk_error *err)
 
     pdk_environ_extra extra = {.home = st->home, .pwd = cfg->cwd, .session = st->session->id};
     cfg->envp = pdk_environ_build(environ, pol, &extra);
+    return 0;
+}
+
+/* The sockets init made, on the supervisor's loop: the gateway serves them. */
+static void serve_gateway(void *arg, struct event_base *base, const pdk_egress_socket *socks,
+                          size_t count)
+{
+    run_state *st = arg;
+    st->gateway_module->serve(st->gateway, base, socks, count);
+}
+
+/* The end of the sandbox, on the supervisor's loop: the gateway's connections end. */
+static void stop_gateway(void *arg)
+{
+    run_state *st = arg;
+    if (!st->gateway)
+        return;
+    pdk_gateway_stats s;
+    st->gateway_module->stats(st->gateway, &s);
+    json_t *o =
+        json_pack("{s:I, s:I, s:I, s:I, s:I}", "connections", (json_int_t)s.connections, "requests",
+                  (json_int_t)s.requests, "denied", (json_int_t)s.denied, "dns_queries",
+                  (json_int_t)s.dns_queries, "dns_blocked", (json_int_t)s.dns_blocked);
+    pdk_error err = {0};
+    if (pdk_audit_spool_write(st->spool, st->session->id, "net.summary", o, false, &err) < 0)
+        pdk_warn("%s", err.message);
+    st->gateway_module->destroy(st->gateway);
+    st->gateway = NULL;
+}
+
+/* A read-only bind of dir/name (or of name alone, an absolute path) at target. */
+static void add_bind(pdk_sandbox_config *cfg, const char *dir, const char *name, const char *target)
+{
+    cfg->binds = xrealloc(cfg->binds, (cfg->bind_count + 1) * sizeof(pdk_bind));
+    pdk_bind *b = &cfg->binds[cfg->bind_count++];
+    b->source = dir ? pdk_path_join(dir, name) : xstrdup(name);
+    b->target = xstrdup(target);
+    b->writable = false;
+}
+
+#define PDK_HOST_CA_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
+
+/* The egress gateway for a policy with a network section: the module, the sockets init
+ * makes for it, the proxy variables, and a resolv.conf that names the DNS stub. */
+static int setup_egress(run_state *st, pdk_error *err)
+{
+    pdk_sandbox_config *cfg = &st->cfg;
+    st->gateway_module = pdk_gateway_module_load(err);
+    if (!st->gateway_module || open_spool(st, err) < 0)
+        return -1;
+    pdk_gateway_config gc = {.policy = st->policy,
+                             .spool = st->spool,
+                             .session = st->session->id,
+                             .state_dir = st->state_dir};
+    st->gateway = st->gateway_module->create(&gc, err);
+    if (!st->gateway)
+        return -1;
+    cfg->egress = true;
+    st->egress_ports = pdk_net_rules_ports(&st->policy->network, &cfg->egress_port_count);
+    cfg->egress_ports = st->egress_ports;
+    cfg->egress_sockets = serve_gateway;
+    cfg->egress_stop = stop_gateway;
+    cfg->egress_arg = st;
+
+    /* resolv.conf: one file in the state dir (hidden inside), bound over the host's. */
+    static const char resolv[] = "# paddock: the egress gateway's DNS stub\nnameserver 127.0.0.1\n";
+    _cleanup_close_ int dir = open(st->state_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (dir < 0 ||
+        pdk_write_file_atomic(dir, "resolv.conf", resolv, sizeof(resolv) - 1, 0644, false) < 0)
+        return pdk_error_set(err, errno, "cannot write %s/resolv.conf", st->state_dir);
+    char real[PATH_MAX];
+    const char *target = realpath("/etc/resolv.conf", real) ? real : "/etc/resolv.conf";
+    add_bind(cfg, st->state_dir, "resolv.conf", target);
+
+    /* The trusted roots inside: the host's plus paddock's CA, over the distribution's
+     * bundle when there is one, else beside the proxy's other files in /run. */
+    const char *bundle = st->gateway_module->ca_bundle(st->gateway, err);
+    if (!bundle)
+        return -1;
+    struct stat sb;
+    const char *inside =
+        stat(PDK_HOST_CA_BUNDLE, &sb) == 0 ? PDK_HOST_CA_BUNDLE : "/run/paddock-ca-bundle.pem";
+    add_bind(cfg, NULL, bundle, inside);
+
+    pdk_strv_free(cfg->envp);
+    pdk_environ_extra extra = {.home = st->home,
+                               .pwd = cfg->cwd,
+                               .session = st->session->id,
+                               .proxy_url = "http://127.0.0.1:3128",
+                               .ca_bundle = inside};
+    cfg->envp = pdk_environ_build(environ, st->policy, &extra);
     return 0;
 }
 
@@ -979,9 +1074,6 @@ int pdk_run(const pdk_run_options *given, pdk_run_report *report, pdk_error *err
     if (pdk_state_dir(true, &st.state_dir, err) < 0)
         goto out;
     pdk_trace("policy loaded");
-    if (st.policy->network.enabled)
-        pdk_warn("the policy's network rules are checked but not enforced by this version: the "
-                 "sandbox has loopback only (docs/policy.md, network)");
 
     /* The command rules on the command itself. */
     pdk_command_rules_judge(&st.policy->commands, opt->argv, &st.verdict);
@@ -1064,6 +1156,8 @@ int pdk_run(const pdk_run_options *given, pdk_run_report *report, pdk_error *err
         st.cfg.workspace_readonly = true;
     if (offline)
         st.cfg.no_loopback = true;
+    if (st.policy->network.enabled && !st.cfg.no_loopback && setup_egress(&st, err) < 0)
+        goto out;
     pdk_trace("config built");
 
     pdk_sandbox_result result;
@@ -1144,6 +1238,9 @@ out:
     }
     if (st.watch)
         exec_watch_free(st.watch);
+    if (st.gateway) /* the sandbox never ran */
+        st.gateway_module->destroy(st.gateway);
+    free(st.egress_ports);
     free_config(&st.cfg);
     pdk_audit_spool_close(st.spool);
     pdk_session_free(st.session);

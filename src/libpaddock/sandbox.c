@@ -218,6 +218,8 @@ int pdk_sandbox_run(const pdk_sandbox_config *cfg, pdk_sandbox_result *res, pdk_
         goto kill;
     if (cfg->exec_handler)
         pdk_supervisor_set_exec_handler(sup, cfg->exec_handler);
+    if (cfg->egress && cfg->egress_sockets)
+        pdk_supervisor_set_egress(sup, cfg->egress_sockets, cfg->egress_stop, cfg->egress_arg);
     if (cfg->before_command && cfg->before_command(cfg->before_command_arg, err) < 0)
         goto kill;
     if (pdk__msg_send(sock[0], PDK_MSG_RUN, 0, NULL, NULL, 0) < 0) {

@@ -25,6 +25,9 @@
 #include <stdint.h>
 
 /* A host path shown inside the sandbox. */
+struct event_base;
+struct pdk_egress_socket;
+
 typedef struct pdk_bind {
     char *source; /* absolute host path */
     char *target; /* absolute path inside (usually the same) */
@@ -66,6 +69,18 @@ typedef struct pdk_sandbox_config {
 
     bool nested_userns;
     bool no_loopback; /* not even loopback in the network namespace */
+    /* The egress gateway: init makes its route and sockets in the network namespace
+     * (egress_net.h), capturing these ports, and hands the sockets to egress_sockets on the
+     * supervisor's loop before the command starts. */
+    bool egress;
+    const uint16_t *egress_ports;
+    size_t egress_port_count;
+    void (*egress_sockets)(void *arg, struct event_base *base,
+                           const struct pdk_egress_socket *socks, size_t count);
+    /* Called on the loop once the sandbox has ended, before the loop goes: the gateway's
+     * connections and sockets end there. */
+    void (*egress_stop)(void *arg);
+    void *egress_arg;
     int64_t memory_bytes, pids, cpu_millicores;
     bool allow_degraded;
     int64_t timeout_seconds; /* 0: none */

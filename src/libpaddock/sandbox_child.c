@@ -10,6 +10,7 @@
 #include "log.h"
 #include "mounts.h"
 #include "namespaces.h"
+#include "egress_net.h"
 #include "sandbox_protocol.h"
 
 #include <errno.h>
@@ -128,6 +129,27 @@ static void setup_thread_join_netns(setup_thread *t)
     if (setns(t->netns_fd, CLONE_NEWNET) < 0)
         die("joining the new network namespace (setns): %s", strerror(errno));
     close(t->netns_fd);
+}
+
+/* The egress gateway's route and sockets, in the sandbox's network namespace (init holds
+ * its capabilities there still: ports below 1024 bind), handed to the supervisor. */
+static void make_egress_sockets(const pdk_sandbox_config *cfg)
+{
+    pdk_egress_socket socks[PDK_EGRESS_MAX_SOCKETS];
+    size_t n = 0;
+    const char *what = "";
+    if (pdk_egress_net_setup(cfg->egress_ports, cfg->egress_port_count, socks, &n, &what) < 0)
+        die("egress gateway: %s: %s", what, strerror(errno));
+    char text[PDK_MSG_TEXT_MAX];
+    pdk_egress_describe(socks, n, text, sizeof(text));
+    int fds[PDK_EGRESS_MAX_SOCKETS];
+    for (size_t i = 0; i < n; i++)
+        fds[i] = socks[i].fd;
+    if (pdk__msg_send(sync_fd, PDK_MSG_EGRESS, 0, text, fds, n) < 0)
+        die("passing the egress sockets to the supervisor: %s", strerror(errno));
+    for (size_t i = 0; i < n; i++)
+        close(fds[i]);
+    pdk_trace("child: egress sockets made");
 }
 
 static void set_rlimits(const pdk_sandbox_config *cfg)
@@ -437,6 +459,8 @@ void pdk__sandbox_child_main(const pdk__child_args *args)
     if (cfg->hostname && sethostname(cfg->hostname, strlen(cfg->hostname)) < 0)
         die("sethostname: %s", strerror(errno));
     setup_thread_join_netns(&helper);
+    if (cfg->egress)
+        make_egress_sockets(cfg);
 
     int ruleset = build_landlock(cfg);
     pdk_trace("child: landlock ruleset built");

@@ -20,6 +20,7 @@ enum pdk_msg_type {
     PDK_MSG_STARTED = 14,     /* value: the command's pid inside */
     PDK_MSG_EXIT = 15,        /* value: the command's wait status */
     PDK_MSG_LISTENER = 16,    /* fd: the seccomp listener of execs (notify_exec) */
+    PDK_MSG_EGRESS = 17,      /* fds: the egress sockets; text: what each is (egress_net.h) */
 };
 
 #define PDK_MSG_TEXT_MAX 4096

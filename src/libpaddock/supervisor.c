@@ -38,6 +38,11 @@ struct pdk_supervisor {
     void *idle_arg;
     pdk_exec_handler exec_handler; /* judge NULL: no listener expected */
     pdk_exec_listener *exec_listener;
+    void (*egress_sockets)(void *arg, struct event_base *base, const pdk_egress_socket *socks,
+                           size_t count);
+    void (*egress_stop)(void *arg);
+    void *egress_arg;
+    bool egress_given;
 };
 
 static int send_signal(pdk_supervisor *sup, int sig)
@@ -79,6 +84,20 @@ static void handle_message(pdk_supervisor *sup, const pdk_msg *msg, int *fds, si
                 fds[0] = -1;
         }
         break;
+    case PDK_MSG_EGRESS:
+        if (sup->egress_sockets && nfds > 0 && nfds <= PDK_EGRESS_MAX_SOCKETS &&
+            !sup->egress_given) {
+            pdk_egress_socket socks[PDK_EGRESS_MAX_SOCKETS];
+            if (pdk_egress_parse(msg->text, fds, nfds, socks)) {
+                sup->egress_given = true;
+                sup->egress_sockets(sup->egress_arg, sup->base, socks, nfds);
+                for (size_t i = 0; i < nfds; i++)
+                    fds[i] = -1; /* the handler's now */
+            } else {
+                pdk_debug("egress sockets: a message that does not describe them");
+            }
+        }
+        break;
     case PDK_MSG_PTY:
         if (nfds == 1 && sup->tty && !sup->pty) {
             sup->pty = pdk_pty_relay_start(sup->base, fds[0]);
@@ -117,7 +136,7 @@ static void drain_messages(pdk_supervisor *sup)
 {
     for (;;) {
         pdk_msg msg;
-        int fds[4];
+        int fds[PDK_EGRESS_MAX_SOCKETS];
         size_t nfds = PDK_ARRAY_SIZE(fds);
         int r = pdk__msg_recv(sup->sync_fd, &msg, fds, &nfds, MSG_DONTWAIT);
         if (r <= 0) {
@@ -175,6 +194,16 @@ static void on_idle(evutil_socket_t fd, short what, void *arg)
 void pdk_supervisor_set_exec_handler(pdk_supervisor *sup, const pdk_exec_handler *handler)
 {
     sup->exec_handler = *handler;
+}
+
+void pdk_supervisor_set_egress(pdk_supervisor *sup,
+                               void (*sockets)(void *arg, struct event_base *base,
+                                               const pdk_egress_socket *socks, size_t count),
+                               void (*stop)(void *arg), void *arg)
+{
+    sup->egress_sockets = sockets;
+    sup->egress_stop = stop;
+    sup->egress_arg = arg;
 }
 
 void pdk_supervisor_add_idle(pdk_supervisor *sup, bool (*step)(void *arg), void *arg)
@@ -250,6 +279,10 @@ int pdk_supervisor_run(pdk_supervisor *sup, pid_t init_pid, int init_pidfd, int 
     /* Its thread ends here: nothing is left in the sandbox to ask. */
     pdk_exec_listener_free(sup->exec_listener);
     sup->exec_listener = NULL;
+    if (sup->egress_stop) {
+        sup->egress_stop(sup->egress_arg);
+        sup->egress_stop = NULL;
+    }
     if (sup->pty) {
         pdk_pty_relay_stop(sup->pty);
         sup->pty = NULL;

@@ -9,6 +9,7 @@
 #define PADDOCK_SUPERVISOR_H
 
 #include "error.h"
+#include "egress_net.h"
 #include "exec_listener.h"
 
 #include <event2/event.h>
@@ -41,6 +42,12 @@ void pdk_supervisor_set_exec_handler(pdk_supervisor *sup, const pdk_exec_handler
 
 /* Call step(arg) between the loop's other events, again and again while it returns true
  * (one task at a time; a second call replaces the first). */
+/* Give the egress sockets init sends (PDK_MSG_EGRESS) to sockets, on the loop; the fds are
+ * then its to close. stop runs once the loop has ended, before it is freed. */
+void pdk_supervisor_set_egress(pdk_supervisor *sup,
+                               void (*sockets)(void *arg, struct event_base *base,
+                                               const pdk_egress_socket *socks, size_t count),
+                               void (*stop)(void *arg), void *arg);
 void pdk_supervisor_add_idle(pdk_supervisor *sup, bool (*step)(void *arg), void *arg);
 
 /* Run until the command has ended: init reports its status once every process in the

@@ -375,3 +375,14 @@ void pdk_sha256_hex(const void *data, size_t len, char out[65])
     }
     out[64] = '\0';
 }
+
+int pdk_hex_value(int c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}

@@ -86,6 +86,9 @@ void pdk_buf_printf(pdk_buf *b, const char *fmt, ...) PDK_PRINTF(2, 3);
 void pdk_buf_free(pdk_buf *b);
 char *pdk_buf_steal(pdk_buf *b);
 
+/* The value of a hex digit (0-9, a-f, A-F), or -1. */
+int pdk_hex_value(int c);
+
 /* Write all of buf, retrying on EINTR and short writes. Returns 0 or -1 with errno. */
 int pdk_write_all(int fd, const void *buf, size_t len);
 /* Read until EOF into a new NUL-terminated buffer; limit bounds the size (0: 64 MiB).

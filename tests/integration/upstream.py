@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""A test upstream on the host's loopback for the gateway tests: HTTP/1.1 (keep-alive),
+optionally TLS. Prints its port on stdout once it listens, then serves until killed.
+
+  upstream.py [--tls CERT KEY] [--log FILE]
+
+Paths:
+  /slow        answers after 3 s (a slow upstream must not stall other connections)
+  /big/N       N bytes of body
+  /status/N    status N, empty body
+  anything     a JSON echo: method, path, the request's header names and values, body size
+Every request is appended to the log as one JSON line (method, path, headers).
+"""
+import json, socket, ssl, sys, threading, time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    log_file = None
+
+    def log_message(self, fmt, *args):
+        pass
+
+    def _record(self, body_len):
+        if Handler.log_file:
+            with open(Handler.log_file, "a") as f:
+                f.write(json.dumps({"method": self.command, "path": self.path,
+                                    "headers": dict(self.headers.items()),
+                                    "body_len": body_len}) + "\n")
+
+    def _body(self):
+        n = int(self.headers.get("Content-Length") or 0)
+        data = b""
+        while len(data) < n:
+            chunk = self.rfile.read(min(65536, n - len(data)))
+            if not chunk:
+                break
+            data += chunk
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            while True:
+                size = int(self.rfile.readline().split(b";")[0], 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass
+                    break
+                data += self.rfile.read(size)
+                self.rfile.readline()
+        return data
+
+    def _send(self, status, body, ctype="application/json"):
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def _handle(self):
+        body = self._body()
+        self._record(len(body))
+        if self.path == "/slow":
+            time.sleep(3)
+            self._send(200, b"slow\n", "text/plain")
+        elif self.path.startswith("/big/"):
+            n = int(self.path[5:])
+            self.send_response(200)
+            self.send_header("Content-Type", "application/octet-stream")
+            self.send_header("Content-Length", str(n))
+            self.end_headers()
+            block = b"x" * 65536
+            while n > 0:
+                self.wfile.write(block[:min(n, len(block))])
+                n -= len(block)
+        elif self.path.startswith("/status/"):
+            self._send(int(self.path[8:]), b"")
+        else:
+            echo = {"method": self.command, "path": self.path, "body_len": len(body),
+                    "headers": dict(self.headers.items())}
+            self._send(200, (json.dumps(echo) + "\n").encode())
+
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = _handle
+
+
+def main():
+    args = sys.argv[1:]
+    tls = None
+    if "--tls" in args:
+        i = args.index("--tls")
+        tls = (args[i + 1], args[i + 2])
+    if "--log" in args:
+        Handler.log_file = args[args.index("--log") + 1]
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    if tls:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(tls[0], tls[1])
+        server.socket = ctx.wrap_socket(server.socket, server_side=True)
+    print(server.server_address[1], flush=True)
+    sys.stdout.close()
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
