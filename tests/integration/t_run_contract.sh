@@ -219,3 +219,18 @@ else
 fi
 expect_ne "the 512 MiB allocation did not complete" ok "$OUT"
 expect_clean "limits"
+
+# Every subcommand paddock lists answers --help (exit 0, its usage) and refuses an unknown
+# option with exit 2 (run: 125, its contract's "paddock failed").
+subs=$("$PADDOCK" --help | sed -n '/^commands:/,/^$/p' | awk 'NF > 1 && $1 != "commands:" {print $1}')
+expect_ne "paddock --help lists the subcommands" "" "$subs"
+for sub in $subs; do
+    pdk "$sub" --help
+    expect_eq "paddock $sub --help: exit 0 and its usage" "0 yes" \
+        "$RC $(printf '%s\n' "$OUT" | grep -q "usage: paddock $sub" && echo yes)"
+    pdk "$sub" --no-such-option
+    want=2
+    [ "$sub" = run ] && want=125
+    expect_eq "paddock $sub --no-such-option: exit $want, saying so" "$want yes" \
+        "$RC $(printf '%s\n' "$ERR" | grep -q -- "--no-such-option" && echo yes)"
+done
