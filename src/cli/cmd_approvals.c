@@ -81,12 +81,26 @@ static int print_request(const pdk_approval *a, void *arg)
                            json_string_value(json_object_get(p, "comm")),
                            json_integer_value(json_object_get(p, "pid")));
         }
-        printf("%s  %s  %s\n  what:  %s in %s\n  who:   session %s, pid %d%s%s\n  rule:  %s: "
-               "%s\n",
-               a->id, when, pdk_approval_state_name(a->state), argv ? argv : "[]",
-               a->cwd ? a->cwd : "?", a->session ? a->session : "-", (int)a->pid,
-               chain.data ? ", under " : "", chain.data ? chain.data : "", a->rule ? a->rule : "?",
-               a->reason ? a->reason : "");
+        if (a->request) {
+            json_t *r = a->request;
+            _cleanup_free_ char *names = json_dumps(json_object_get(r, "headers"), JSON_COMPACT);
+            const char *preview = json_string_value(json_object_get(r, "body_preview"));
+            printf("%s  %s  %s\n  what:  %s %s\n  headers: %s\n%s%s%s  who:   session %s "
+                   "(the gateway)\n  rule:  %s: %s\n",
+                   a->id, when, pdk_approval_state_name(a->state),
+                   json_string_value(json_object_get(r, "method")),
+                   json_string_value(json_object_get(r, "url")), names ? names : "[]",
+                   preview ? "  body:  " : "", preview ? preview : "", preview ? "\n" : "",
+                   a->session ? a->session : "-", a->rule ? a->rule : "?",
+                   a->reason ? a->reason : "");
+        } else {
+            printf("%s  %s  %s\n  what:  %s in %s\n  who:   session %s, pid %d%s%s\n  rule:  "
+                   "%s: %s\n",
+                   a->id, when, pdk_approval_state_name(a->state), argv ? argv : "[]",
+                   a->cwd ? a->cwd : "?", a->session ? a->session : "-", (int)a->pid,
+                   chain.data ? ", under " : "", chain.data ? chain.data : "",
+                   a->rule ? a->rule : "?", a->reason ? a->reason : "");
+        }
         if (a->state != PDK_APPROVAL_PENDING && a->answered_by)
             printf("  by:    %s%s%s\n", a->answered_by, a->answer_reason ? ": " : "",
                    a->answer_reason ? a->answer_reason : "");

@@ -38,6 +38,7 @@ void pdk_approval_clear(pdk_approval *a)
     free(a->reason);
     free(a->answered_by);
     free(a->answer_reason);
+    json_decref(a->request);
     memset(a, 0, sizeof(*a));
 }
 
@@ -64,6 +65,7 @@ json_t *pdk_approval_json(const pdk_approval *a)
     json_object_set_new(o, "answered_by", str_or_null(a->answered_by));
     json_object_set_new(o, "answer_reason", str_or_null(a->answer_reason));
     json_object_set_new(o, "always", json_boolean(a->always));
+    json_object_set_new(o, "request", a->request ? json_incref(a->request) : json_null());
     return o;
 }
 
@@ -116,8 +118,8 @@ int pdk_approval_create(pdk_store *store, pdk_approval *a, pdk_error *err)
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(pdk_store_db(store),
                            "INSERT INTO approvals (id, session, pid, parents, argv, cwd, rule, "
-                           "reason, created_ns, state) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, "
-                           "'pending')",
+                           "reason, created_ns, state, request) VALUES (?, ?, ?, ?, ?, ?, ?, ?, "
+                           "?, 'pending', ?)",
                            -1, &st, NULL) != SQLITE_OK)
         return pdk_store_error(store, err, "recording the approval request");
     sqlite3_bind_text(st, 1, a->id, -1, SQLITE_TRANSIENT);
@@ -129,6 +131,13 @@ int pdk_approval_create(pdk_store *store, pdk_approval *a, pdk_error *err)
     bind_str(st, 7, a->rule);
     bind_str(st, 8, a->reason);
     sqlite3_bind_int64(st, 9, a->created_ns);
+    if (a->request) {
+        char *t = json_dumps(a->request, JSON_COMPACT | JSON_SORT_KEYS);
+        sqlite3_bind_text(st, 10, t ? t : "{}", -1, SQLITE_TRANSIENT);
+        free(t);
+    } else {
+        sqlite3_bind_null(st, 10);
+    }
     int r = sqlite3_step(st);
     sqlite3_finalize(st);
     if (r != SQLITE_DONE)
@@ -138,7 +147,7 @@ int pdk_approval_create(pdk_store *store, pdk_approval *a, pdk_error *err)
 
 static const char select_columns[] =
     "SELECT id, session, pid, parents, argv, cwd, rule, reason, created_ns, state, "
-    "answered_ns, answered_by, answer_reason, always FROM approvals";
+    "answered_ns, answered_by, answer_reason, always, request FROM approvals";
 
 static char *col_dup(sqlite3_stmt *st, int i)
 {
@@ -173,6 +182,11 @@ static void read_row(sqlite3_stmt *st, pdk_approval *a)
     a->answered_by = col_dup(st, 11);
     a->answer_reason = col_dup(st, 12);
     a->always = sqlite3_column_int(st, 13) != 0;
+    const unsigned char *request = sqlite3_column_text(st, 14); /* NULL: a command */
+    if (request) {
+        json_error_t jerr;
+        a->request = json_loads((const char *)request, 0, &jerr);
+    }
 }
 
 int pdk_approval_get(pdk_store *store, const char *id, pdk_approval *out, pdk_error *err)

@@ -39,6 +39,10 @@ typedef struct pdk_approval {
     char *answered_by; /* "uid 1000 (alice) via paddock approve", "the terminal of pid 42" */
     char *answer_reason;
     bool always;
+    /* A network request held at the gateway (argv empty then): {method, url (query values
+     * redacted), host, port, headers: [names], body_preview (bounded, redacted)}; NULL
+     * for a command. */
+    json_t *request;
 } pdk_approval;
 
 void pdk_approval_clear(pdk_approval *approval);

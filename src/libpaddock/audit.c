@@ -65,6 +65,12 @@ static char *redact_text(const char *s)
     return cur;
 }
 
+char *pdk_audit_redacted(const char *s)
+{
+    char *r = redact_text(s);
+    return r ? r : xstrdup(s ? s : "");
+}
+
 /* Redact every string (keys included) of a JSON value, in place; returns v, or a
  * replacement (the original released). */
 static json_t *redact_json(json_t *v)

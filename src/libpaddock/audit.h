@@ -55,6 +55,9 @@ int pdk_audit_append_batch(pdk_store *store, pdk_audit_item *items, size_t count
 void pdk_audit_redact(const char *secret);
 /* Forget every registered value (tests). */
 void pdk_audit_redact_clear(void);
+/* s with every registered secret replaced by [REDACTED] (new string): for what is shown
+ * outside the log too (an approval request's preview). */
+char *pdk_audit_redacted(const char *s);
 
 typedef struct pdk_audit_filter {
     const char *session; /* only this session's events, when not NULL */

@@ -15,6 +15,7 @@
  */
 #include "gateway.h"
 
+#include "approvals.h"
 #include "dns_stub.h"
 #include "http_message.h"
 #include "log.h"
@@ -52,6 +53,7 @@
 typedef enum conn_kind { CONN_PROXY, CONN_CAPTURE, CONN_DNS_TCP } conn_kind;
 typedef enum conn_state {
     ST_HEAD,
+    ST_ASKING, /* held until a human answers (or the timeout) */
     ST_RESOLVING,
     ST_CONNECTING,
     ST_FORWARD,
@@ -78,6 +80,12 @@ struct pdk_gateway {
     gw_conn *conns;
     uint64_t next_conn_id;
     pdk_gateway_stats stats;
+    /* approvals */
+    char *state_dir;
+    bool session_named;
+    pdk_store *store;        /* opened at the first ask */
+    struct event *ask_timer; /* polls the answers while a request waits */
+    size_t asking;
     /* TLS interception */
     pdk_tls_ca *ca;
     SSL_CTX *server_ctx; /* toward the sandbox: leaves minted by the CA */
@@ -97,6 +105,8 @@ struct gw_conn {
     char *captured_host;
     uint16_t captured_port;
     bool tls_client; /* the client side is intercepted TLS; upstreams are TLS too */
+    char approval_id[17]; /* ST_ASKING */
+    uint64_t ask_deadline_ns;
     bool free_scheduled;
     /* A plain tunnel moves its bytes with splice(2), socket to pipe to socket: they never
      * enter the gateway's memory. [0] toward the upstream, [1] toward the client. */
@@ -157,6 +167,11 @@ static void conn_free(gw_conn *c)
 {
     pdk_gateway *g = c->g;
     pdk_debug("gateway: connection %llu ends (state %d)", (unsigned long long)c->id, (int)c->state);
+    if (c->state == ST_ASKING) { /* the client went away while a human was asked */
+        pdk_error ignored = {0};
+        (void)pdk_approval_expire(g->store, c->approval_id, &ignored);
+        g->asking--;
+    }
     if (c->resolving)
         evdns_getaddrinfo_cancel(c->resolving);
     splice_free(c->splice[0]);
@@ -880,6 +895,8 @@ static char *tls_failure(gw_conn *c, struct bufferevent *bev)
 /* ---- requests ---- */
 
 static void start_request(gw_conn *c);
+static void proceed(gw_conn *c, const char *how);
+static void ask(gw_conn *c, const char *how);
 
 /* The client's next request, if one is already buffered (pipelining), else wait. */
 static void next_request(gw_conn *c)
@@ -891,7 +908,7 @@ static void next_request(gw_conn *c)
     c->state = ST_HEAD;
     c->request_done = c->response_done = false;
     c->status = 0;
-    bufferevent_setcb(c->client, client_read, NULL, NULL, c);
+    bufferevent_setcb(c->client, client_read, NULL, client_head_event, c);
     bufferevent_enable(c->client, EV_READ);
     if (evbuffer_get_length(bufferevent_get_input(c->client)) > 0)
         client_read(c->client, c);
@@ -1201,13 +1218,26 @@ static void start_request(gw_conn *c)
         refuse(c, 403, "Forbidden", NULL);
         return;
     }
+    if (c->verdict.decision == PDK_DECISION_ASK && !connect) {
+        ask(c, how);
+        return;
+    }
     if (c->verdict.decision == PDK_DECISION_ASK) {
         c->verdict.decision = PDK_DECISION_DENY;
         refuse(c, 403, "Forbidden",
-               "a rule asks a human for this request; approval at the gateway is not in this "
-               "version of paddock, so it is refused");
+               "a rule asks a human for every connection to this passthrough host, whose "
+               "requests are not read (remove it from passthrough to be asked per request)");
         return;
     }
+    proceed(c, how);
+}
+
+/* The request may go on: recorded (fail closed), then to the upstream. */
+static void proceed(gw_conn *c, const char *how)
+{
+    pdk_gateway *g = c->g;
+    pdk_http_head *h = c->req;
+    bool connect = h->method_id == HTTP_CONNECT;
     pdk_error err = {0};
     pdk_debug("gateway: connection %llu: %s %s:%u allowed", (unsigned long long)c->id, h->method,
               c->host, (unsigned)c->port);
@@ -1218,6 +1248,197 @@ static void start_request(gw_conn *c)
     }
     bufferevent_disable(c->client, EV_READ); /* until the upstream is there */
     connect_upstream(c);
+}
+
+/* ---- approval of single requests ---- */
+
+#define ASK_POLL_MS     200
+#define PREVIEW_BYTES   1024
+
+/* The URL as shown to a human: query values redacted (names kept). */
+static char *shown_url(const gw_conn *c)
+{
+    const pdk_http_head *h = c->req;
+    bool https = h->scheme && strcmp(h->scheme, "https") == 0;
+    bool default_port = c->port == (https ? 443 : 80);
+    pdk_buf b = {0};
+    bool v6 = strchr(c->host, ':') != NULL;
+    pdk_buf_printf(&b, "%s://%s%s%s", https ? "https" : "http", v6 ? "[" : "", c->host,
+                   v6 ? "]" : "");
+    if (!default_port)
+        pdk_buf_printf(&b, ":%u", (unsigned)c->port);
+    pdk_buf_puts(&b, c->path ? c->path : "/");
+    if (h->query) {
+        pdk_buf_puts(&b, "?");
+        _cleanup_free_ char *q = xstrdup(h->query);
+        char *save = NULL;
+        bool first = true;
+        for (char *part = strtok_r(q, "&", &save); part; part = strtok_r(NULL, "&", &save)) {
+            char *eq = strchr(part, '=');
+            if (eq)
+                *eq = '\0';
+            pdk_buf_printf(&b, "%s%s%s", first ? "" : "&", part, eq ? "=..." : "");
+            first = false;
+        }
+    }
+    return pdk_buf_steal(&b);
+}
+
+/* Up to PREVIEW_BYTES of the body that came with the head, printable, redacted. */
+static char *body_preview(gw_conn *c)
+{
+    struct evbuffer *in = bufferevent_get_input(c->client);
+    size_t n = evbuffer_get_length(in);
+    if (n == 0 || c->req->framing == PDK_HTTP_FRAMING_NONE)
+        return NULL;
+    if (n > PREVIEW_BYTES)
+        n = PREVIEW_BYTES;
+    char raw[PREVIEW_BYTES];
+    ev_ssize_t got = evbuffer_copyout(in, raw, n);
+    pdk_buf b = {0};
+    for (ev_ssize_t i = 0; i < got; i++) {
+        unsigned char ch = (unsigned char)raw[i];
+        if (ch >= 0x20 && ch < 0x7f)
+            pdk_buf_append(&b, &raw[i], 1);
+        else
+            pdk_buf_printf(&b, "\\x%02x", ch);
+    }
+    if (evbuffer_get_length(in) > (size_t)got)
+        pdk_buf_puts(&b, "...");
+    _cleanup_free_ char *text = pdk_buf_steal(&b);
+    return pdk_audit_redacted(text);
+}
+
+static void poll_asks(evutil_socket_t fd, short what, void *arg);
+
+static void arm_ask_timer(pdk_gateway *g)
+{
+    struct timeval tv = {0, ASK_POLL_MS * 1000};
+    if (!g->ask_timer)
+        g->ask_timer = evtimer_new(g->base, poll_asks, g);
+    if (g->ask_timer && !evtimer_pending(g->ask_timer, NULL))
+        evtimer_add(g->ask_timer, &tv);
+}
+
+/* Hold the request and ask a human (approvals.h); answered in poll_asks. */
+static void ask(gw_conn *c, const char *how)
+{
+    pdk_gateway *g = c->g;
+    pdk_error err = {0};
+    if (!g->store && pdk_store_open(g->state_dir, true, &g->store, &err) < 0) {
+        c->verdict.decision = PDK_DECISION_DENY;
+        _cleanup_free_ char *why = xasprintf("cannot ask for approval: %s", err.message);
+        refuse(c, 403, "Forbidden", why);
+        return;
+    }
+    if (g->session_named && pdk_approval_always(g->store, g->session, how)) {
+        json_t *o = json_pack("{s:I, s:s, s:s}", "conn", (json_int_t)c->id, "rule", how, "how",
+                              "always, answered before");
+        audit(g, "approval.answered", o);
+        proceed(c, how);
+        return;
+    }
+    _cleanup_free_ char *url = shown_url(c);
+    json_t *names = json_array();
+    for (size_t i = 0; i < c->req->header_count; i++)
+        json_array_append_new(names, json_string(c->req->headers[i].name));
+    json_t *request = json_pack("{s:s, s:s, s:s, s:i, s:o}", "method", c->req->method, "url", url,
+                                "host", c->host, "port", (int)c->port, "headers", names);
+    char *preview = body_preview(c);
+    if (preview)
+        json_object_set_new(request, "body_preview", json_string(preview));
+    free(preview);
+    pdk_approval a = {
+        .session = xstrdup(g->session),
+        .parents = json_array(),
+        .argv = json_array(),
+        .rule = xstrdup(how),
+        .reason = xstrdup(c->verdict.reason),
+        .request = request,
+    };
+    if (pdk_approval_create(g->store, &a, &err) < 0) {
+        pdk_approval_clear(&a);
+        c->verdict.decision = PDK_DECISION_DENY;
+        _cleanup_free_ char *why = xasprintf("cannot ask for approval: %s", err.message);
+        refuse(c, 403, "Forbidden", why);
+        return;
+    }
+    json_t *asked = json_pack("{s:s, s:I, s:O, s:s, s:s}", "id", a.id, "conn",
+                              (json_int_t)c->id, "request", a.request, "rule", how, "reason",
+                              c->verdict.reason);
+    if (!audit_required(g, "approval.asked", asked, &err)) {
+        (void)pdk_approval_expire(g->store, a.id, &err);
+        pdk_approval_clear(&a);
+        c->verdict.decision = PDK_DECISION_DENY;
+        refuse(c, 503, "Service Unavailable", "the request cannot be recorded");
+        return;
+    }
+    fprintf(stderr,
+            "paddock: approval %s: %s %s needs a human (%s: %s); answer with paddock approve "
+            "%s, or paddock deny %s\n",
+            a.id, c->req->method, url, how, c->verdict.reason, a.id, a.id);
+    snprintf(c->approval_id, sizeof(c->approval_id), "%s", a.id);
+    pdk_approval_clear(&a);
+    c->state = ST_ASKING;
+    c->ask_deadline_ns = pdk_now_monotonic_ns() +
+                         (uint64_t)g->policy->approval_timeout_seconds * 1000000000ULL;
+    bufferevent_disable(c->client, EV_READ); /* the body waits in the socket */
+    g->asking++;
+    arm_ask_timer(g);
+}
+
+static void answered(gw_conn *c, bool allow, const char *state, const char *by,
+                     const char *why)
+{
+    pdk_gateway *g = c->g;
+    g->asking--;
+    c->state = ST_HEAD; /* no longer asking (conn_free would expire it) */
+    json_t *o = json_pack("{s:s, s:I, s:s, s:s}", "id", c->approval_id, "conn",
+                          (json_int_t)c->id, "state", state, "by", by ? by : "");
+    pdk_error err = {0};
+    if (!audit_required(g, "approval.answered", o, &err))
+        allow = false;
+    _cleanup_free_ char *how = pdk_policy_describe_net_rule(g->policy, c->verdict.rule);
+    if (allow) {
+        c->verdict.decision = PDK_DECISION_ALLOW;
+        proceed(c, how);
+        return;
+    }
+    c->verdict.decision = PDK_DECISION_DENY;
+    refuse(c, 403, "Forbidden", why);
+}
+
+static void poll_asks(evutil_socket_t fd, short what, void *arg)
+{
+    pdk_gateway *g = arg;
+    uint64_t now = pdk_now_monotonic_ns();
+    for (gw_conn *c = g->conns, *next; c; c = next) {
+        next = c->next; /* c may end here */
+        if (c->state != ST_ASKING)
+            continue;
+        pdk_approval a = {0};
+        pdk_error err = {0};
+        if (pdk_approval_get(g->store, c->approval_id, &a, &err) < 0)
+            continue;
+        if (a.state == PDK_APPROVAL_APPROVED) {
+            answered(c, true, "approved", a.answered_by, NULL);
+        } else if (a.state == PDK_APPROVAL_DENIED) {
+            _cleanup_free_ char *why =
+                xasprintf("denied by %s%s%s (approval %s)", a.answered_by ? a.answered_by : "a human",
+                          a.answer_reason ? ": " : "", a.answer_reason ? a.answer_reason : "",
+                          c->approval_id);
+            answered(c, false, "denied", a.answered_by, why);
+        } else if (a.state == PDK_APPROVAL_PENDING && now >= c->ask_deadline_ns &&
+                   pdk_approval_expire(g->store, c->approval_id, &err) == 1) {
+            bool allow = g->policy->approval_on_timeout == PDK_DECISION_ALLOW;
+            _cleanup_free_ char *why = xasprintf(
+                "no answer to approval %s in time: denied (approvals.on_timeout)", c->approval_id);
+            answered(c, allow, "expired", NULL, why);
+        }
+        pdk_approval_clear(&a);
+    }
+    if (g->asking > 0)
+        arm_ask_timer(g);
 }
 
 static void client_read(struct bufferevent *bev, void *arg)
@@ -1502,6 +1723,8 @@ pdk_gateway *pdk_gateway_new(const pdk_gateway_config *cfg, pdk_error *err)
     g->session = xstrdup(cfg->session ? cfg->session : "");
     g->names = pdk_dns_table_new();
     g->dns_udp_fd = -1;
+    g->state_dir = xstrdup(cfg->state_dir);
+    g->session_named = cfg->session_named;
     if (make_tls(g, cfg->state_dir, err) < 0) {
         pdk_gateway_free(g);
         return NULL;
@@ -1586,6 +1809,10 @@ void pdk_gateway_free(pdk_gateway *g)
     if (g->dns)
         evdns_base_free(g->dns, 1);
     pdk_dns_table_free(g->names);
+    if (g->ask_timer)
+        event_free(g->ask_timer);
+    pdk_store_close(g->store);
+    free(g->state_dir);
     SSL_CTX_free(g->server_ctx);
     SSL_CTX_free(g->client_ctx);
     pdk_tls_ca_free(g->ca);

@@ -21,7 +21,10 @@
  * verified against the host's roots and upstream_ca (a bad certificate is a 502 that says
  * why). A passthrough host is tunnelled unread, so its rules must decide on host and port.
  *
- * Not yet: per-request approval (an ask is refused, saying so).
+ * A request a rule asks for is held (the connection stays open, the request unread past a
+ * bounded preview of its body) while an approval request waits in the store (approvals.h):
+ * any process answers it; approved, that one request goes on; denied or timed out
+ * (approvals.on_timeout), it gets 403 saying who denied it or why.
  */
 #ifndef PADDOCK_GATEWAY_H
 #define PADDOCK_GATEWAY_H
@@ -39,7 +42,8 @@ typedef struct pdk_gateway_config {
     const pdk_policy *policy; /* network rules; must outlive the gateway */
     pdk_audit_spool *spool;   /* where events go (thread-safe); NULL: none */
     const char *session;      /* for the events */
-    const char *state_dir;    /* paddock's CA lives there (tls_ca.h) */
+    const char *state_dir;    /* paddock's CA lives there (tls_ca.h); the approvals store */
+    bool session_named;       /* an "always" approval holds for the rest of the session */
 } pdk_gateway_config;
 
 /* A gateway for one sandbox; it starts serving with pdk_gateway_serve(). */

@@ -620,6 +620,12 @@ static bool field_name_done(pdk_http_parser *p)
             return false;
         }
         p->seen_transfer_encoding = true;
+    } else if (len > 17 && ieq_n(name, 17, "transfer-encoding")) {
+        /* libhttp-parser 2.9.4 takes any name that begins with "Transfer-Encoding" for it:
+         * it then clears its chunked flag (a response would be read until close instead
+         * of chunked) or refuses the request. No such field is worth that ambiguity. */
+        p->scan_reason = "header name beginning with Transfer-Encoding";
+        return false;
     }
     return true;
 }

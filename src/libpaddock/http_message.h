@@ -19,7 +19,9 @@
  *   ERROR             result.status is what the gateway should answer, result.reason why
  *
  * result.consumed bytes were used; the caller drops them and calls again with the rest (the
- * same buffer, advanced). Bodies are never copied or buffered.
+ * same buffer, advanced). Bodies are never copied or buffered. The events do not depend on
+ * how the input is split: an error inside a body comes after a BODY event for the bytes
+ * before the failing one, as it would had those bytes come in an earlier read.
  *
  * Body bytes are the raw wire bytes. For a chunked body the slices cover the chunked
  * framing itself (chunk-size lines with their extensions, the data, the CRLFs, the last
@@ -46,6 +48,10 @@
  *        known, RFC 9112 6.3), chunked more than once, or any Transfer-Encoding in HTTP/1.0
  *   501  Transfer-Encoding with codings before chunked ("gzip, chunked"): well-formed, but
  *        only chunked is implemented (RFC 9112 6.1: 501 for a coding not understood)
+ *   400  any other Transfer-Encoding than one field "chunked" (any case, SP around it):
+ *        libhttp-parser reads "chunked," and "chunked<HTAB>" as not chunked
+ *   400  a field name that begins with "Transfer-Encoding" (Transfer-Encodingx):
+ *        libhttp-parser 2.9.4 takes it for Transfer-Encoding and drops chunked
  *   400  an invalid chunk size, chunk extension (RFC 9112 7.1.1 grammar) or chunk line
  *        over 4 KiB; chunk data not followed by CRLF
  *   400  a malformed request line (one SP between its parts, a request-target of visible

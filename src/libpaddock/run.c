@@ -425,7 +425,8 @@ static int setup_egress(run_state *st, pdk_error *err)
     pdk_gateway_config gc = {.policy = st->policy,
                              .spool = st->spool,
                              .session = st->session->id,
-                             .state_dir = st->state_dir};
+                             .state_dir = st->state_dir,
+                             .session_named = st->session->named};
     st->gateway = st->gateway_module->create(&gc, err);
     if (!st->gateway)
         return -1;

@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define SCHEMA_VERSION 1
+#define SCHEMA_VERSION 2
 #define SQLITE_SONAME  "libsqlite3.so.0"
 
 pdk__sqlite_api pdk__sqlite;
@@ -74,7 +74,8 @@ static const char schema[] =
     "  answered_ns INTEGER,"
     "  answered_by TEXT,"
     "  answer_reason TEXT,"
-    "  always INTEGER NOT NULL DEFAULT 0);"
+    "  always INTEGER NOT NULL DEFAULT 0,"
+    "  request TEXT);"
     "CREATE TABLE IF NOT EXISTS spool (name TEXT PRIMARY KEY, offset INTEGER NOT NULL,"
     "  last_hash TEXT NOT NULL);";
 
@@ -189,8 +190,10 @@ int pdk_store_open(const char *state_dir, bool create, pdk_store **out, pdk_erro
     if (version < SCHEMA_VERSION) {
         if (pdk_store_begin(store, err) < 0)
             goto fail;
-        if (exec_sql(store, schema, err, "creating the state store's tables") < 0 ||
-            exec_sql(store, "PRAGMA user_version=1", err, "creating the state store's tables") <
+        /* 0: nothing yet. 1 -> 2: approvals of network requests (the request column). */
+        const char *step = version == 0 ? schema : "ALTER TABLE approvals ADD COLUMN request TEXT;";
+        if (exec_sql(store, step, err, "creating the state store's tables") < 0 ||
+            exec_sql(store, "PRAGMA user_version=2", err, "creating the state store's tables") <
                 0) {
             pdk_store_rollback(store);
             goto fail;

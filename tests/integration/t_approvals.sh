@@ -133,3 +133,26 @@ for l in sys.stdin:
 print(" ".join(out))')"
 pdk audit verify
 expect_eq "and it verifies" 0 "$RC"
+
+# A state store of the previous schema (1: approvals without the request column) is
+# brought to the current one when opened, keeping its rows.
+old="$T/old-state"
+mkdir -p "$old"
+sqlite3 "$old/paddock.db" "PRAGMA journal_mode=WAL;
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE audit (seq INTEGER PRIMARY KEY, time_ns INTEGER NOT NULL, session TEXT,
+  kind TEXT NOT NULL, data TEXT NOT NULL, prev_hash TEXT NOT NULL, hash TEXT NOT NULL);
+CREATE INDEX audit_session ON audit (session, seq);
+CREATE TABLE approvals (id TEXT PRIMARY KEY, session TEXT, pid INTEGER, parents TEXT NOT NULL,
+  argv TEXT NOT NULL, cwd TEXT, rule TEXT, reason TEXT, created_ns INTEGER NOT NULL,
+  state TEXT NOT NULL, answered_ns INTEGER, answered_by TEXT, answer_reason TEXT,
+  always INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE spool (name TEXT PRIMARY KEY, offset INTEGER NOT NULL, last_hash TEXT NOT NULL);
+INSERT INTO approvals (id, session, pid, parents, argv, cwd, rule, reason, created_ns, state)
+  VALUES ('00112233aabbccdd', 's', 7, '[]', '[\"git\",\"push\"]', '/w', 'rule 1', 'r', 1, 'pending');
+PRAGMA user_version=1;" >/dev/null
+PADDOCK_STATE_DIR="$old" pdk approvals --json
+expect_eq "a schema-1 store opens, its requests listed" "0 00112233aabbccdd" \
+    "$RC $(json_get "$OUT" 'j["id"]')"
+expect_eq "... and is brought to schema 2 (the request column)" "2 1" \
+    "$(sqlite3 "$old/paddock.db" 'PRAGMA user_version') $(sqlite3 "$old/paddock.db" "SELECT count(*) FROM pragma_table_info('approvals') WHERE name = 'request'")"

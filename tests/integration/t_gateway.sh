@@ -290,3 +290,97 @@ expect_eq "... and the next request is served" "HTTP/1.1 200 OK" "$(printf '%s\n
 # Without a network section there is no gateway: nothing listens, nothing resolves.
 wrun -- sh -c 'curl -sS --max-time 3 http://api.test/ ; echo "rc=$?"'
 expect_match "no network section: no proxy, no way out" "rc=(5|6|7)" "$OUT"
+
+# A request a rule asks for is held until a human answers from another process.
+cat >"$T/ask.yaml" <<EOF2
+version: 1
+network:
+  rules:
+    - {host: api.test, methods: [GET], decision: allow}
+    - {host: api.test, methods: [POST, PUT], decision: ask, reason: "writes need a human"}
+    - {host: tls.test, methods: [POST], decision: ask}
+  resolve:
+    "api.test:80": "127.0.0.1:$HTTP_PORT"
+    "tls.test:443": "127.0.0.1:$TLS_PORT"
+  upstream_ca: [$T/ca.pem]
+approvals: {timeout: 20}
+EOF2
+# wait_request METHOD: the id of the pending request of METHOD (10 s at most) in ID.
+wait_request() {
+    ID=""
+    for _ in $(seq 100); do
+        pdk approvals --json
+        ID=$(printf '%s\n' "$OUT" | "$PYTHON" -c '
+import json, sys
+for l in sys.stdin:
+    if l.strip():
+        j = json.loads(l)
+        if j["state"] == "pending" and (j.get("request") or {}).get("method") == sys.argv[1]:
+            print(j["id"]); break' "$1" 2>/dev/null)
+        [ -n "$ID" ] && return 0
+        sleep 0.1
+    done
+    return 1
+}
+cat >"$WS/ask.sh" <<'EOF2'
+c() {
+    o=$(curl -sS --max-time 30 "$@" 2>/dev/null)
+    rc=$?
+    printf '%s rc=%s\n' "$(printf '%s' "$o" | tr -d '\r\n')" "$rc"
+}
+c -X POST -d 'name=new&token=t0psecret' 'http://api.test/v1/items?key=k3y&page=2'
+c -X PUT -d 'x' http://api.test/v1/items/1
+c -X POST -d 'over tls' https://tls.test/v1/items
+EOF2
+start_bg ask.fifo --workspace "$WS" --policy "$T/ask.yaml" -- sh ./ask.sh
+wait_request POST
+expect_ne "an asked request waits as an approval request" "" "$ID"
+pdk approvals --json
+req=$(printf '%s\n' "$OUT" | "$PYTHON" -c '
+import json, sys
+for l in sys.stdin:
+    if l.strip():
+        j = json.loads(l)
+        if j["id"] == sys.argv[1]: print(json.dumps(j["request"], sort_keys=True))' "$ID")
+expect_match "... showing method and URL with the query values redacted" \
+    '"method": "POST".*"url": "http://api.test/v1/items\?key=\.\.\.&page=\.\.\."' "$req"
+expect_match "... the header names" '"headers": \[.*"Content-Type"' "$req"
+expect_match "... and a preview of the body" '"body_preview": "name=new&token=t0psecret"' "$req"
+pdk approvals
+expect_match "paddock approvals shows it" "what:  POST http://api.test/v1/items" "$OUT"
+pdk approve "$ID"
+read_bg_line
+expect_match "approved: the request goes through, its body intact" '"method": "POST".*"body_len": 24' \
+    "$BG_LINE"
+wait_request PUT
+pdk deny "$ID" --reason "not this one"
+read_bg_line
+expect_match "denied: 403 naming who and why" '"reason":"denied by .*: not this one' "$BG_LINE"
+wait_request POST
+pdk approve "$ID"
+read_bg_line
+expect_match "inside intercepted TLS too" '"method": "POST".*"path": "/v1/items"' "$BG_LINE"
+wait "$BG_PID" 2>/dev/null
+expect_eq "the upstream saw the approved requests only" "2 0" \
+    "$(grep -c '"method": "POST"' "$T/upstream.log") $(grep -c '"method": "PUT"' "$T/upstream.log")"
+pdk audit --json
+expect_ne "approvals asked and answered are in the audit log" 0 \
+    "$(printf '%s\n' "$OUT" | grep -c '"state":"denied".*"kind":"approval.answered"')"
+
+# No answer in time: on_timeout (deny) applies.
+sed 's/timeout: 20/timeout: 1/' "$T/ask.yaml" >"$T/ask-short.yaml"
+wrun --policy "$T/ask-short.yaml" -- sh -c 'curl -sS --max-time 20 -X PUT -d x http://api.test/v1/t'
+expect_match "no answer in time: denied (approvals.on_timeout)" "no answer to approval .* in time" "$OUT"
+
+# --always: the rest of a named session does not ask again for that rule.
+start_bg always.fifo --workspace "$WS" --session gw-always --policy "$T/ask.yaml" -- \
+    sh -c 'for i in 1 2 3; do curl -sS --max-time 30 -o /dev/null -w "%{http_code}\n" -X PUT -d x http://api.test/v1/a$i; done'
+wait_request PUT
+pdk approve "$ID" --always
+read_bg_line
+expect_eq "--always: the first request goes through" 200 "$BG_LINE"
+read_bg_line
+expect_eq "... and the next ones without asking" 200 "$BG_LINE"
+read_bg_line
+expect_eq "... all of them" 200 "$BG_LINE"
+wait "$BG_PID" 2>/dev/null

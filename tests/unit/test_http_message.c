@@ -653,6 +653,16 @@ static void smuggling(void **state)
                    "Transfer-Encoding other than a single \"chunked\"");
     assert_requests("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding:  CHUNKED  \r\n\r\n0\r\n\r\n",
                     "HEAD POST /\nBODY 0\r\n\r\n\nCOMPLETE\n");
+    /* libhttp-parser reads these names as Transfer-Encoding (and then a chunked response
+     * until close). */
+    assert_refused("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n"
+                   "Transfer-Encodingx: y\r\n\r\n0\r\n\r\n",
+                   400, "header name beginning with Transfer-Encoding");
+    assert_refused("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding-Hint: y\r\n\r\n", 400,
+                   "header name beginning with Transfer-Encoding");
+    assert_requests("GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encodin: chunked\r\n"
+                    "Content-Lengthx: 5\r\n\r\n",
+                    "HEAD GET /\nCOMPLETE\n");
     assert_refused("POST / HTTP/1.0\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n", 400,
                    "Transfer-Encoding in an HTTP/1.0 message");
 
@@ -909,6 +919,11 @@ static void responses(void **state)
     assert_responses(get_methods, "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\nabc",
                      "ERROR 502 Transfer-Encoding does not end with chunked: the body length is "
                      "unknown\n");
+    assert_responses(
+        get_methods,
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encodingx: y\r\n\r\n"
+        "0\r\n\r\n",
+        "ERROR 502 header name beginning with Transfer-Encoding\n");
     assert_responses(get_methods, "HTTP/1.1 200 OK\r\nX: a\r\n b\r\n\r\n",
                      "ERROR 502 obs-fold (field line starting with whitespace)\n");
     assert_responses(get_methods, "HTTP/1.1 2000 OK\r\n\r\n", "ERROR 502 invalid status code\n");
