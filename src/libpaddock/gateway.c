@@ -22,6 +22,7 @@
 #include "net_address.h"
 #include "net_rules.h"
 #include "tls_ca.h"
+#include "tls_sni.h"
 #include "util.h"
 
 #include <arpa/inet.h>
@@ -104,7 +105,8 @@ struct gw_conn {
      * intercepted CONNECT's: the connection is pinned to it. */
     char *captured_host;
     uint16_t captured_port;
-    bool tls_client; /* the client side is intercepted TLS; upstreams are TLS too */
+    bool tls_client;      /* the client side is intercepted TLS; upstreams are TLS too */
+    bool sni_check;       /* a passthrough tunnel: the ClientHello must name the host */
     char approval_id[17]; /* ST_ASKING */
     uint64_t ask_deadline_ns;
     bool free_scheduled;
@@ -471,7 +473,8 @@ static splice_dir *splice_new(gw_conn *c, int from, int to, uint64_t *count)
 /* Once nothing is left in the bufferevents' buffers, a plain tunnel goes on with splice. */
 static void maybe_splice(gw_conn *c)
 {
-    if (c->tls_client || c->splice[0] || c->client_eof || c->upstream_eof || !c->upstream)
+    if (c->tls_client || c->sni_check || c->splice[0] || c->client_eof || c->upstream_eof ||
+        !c->upstream)
         return;
     if (evbuffer_get_length(bufferevent_get_input(c->client)) ||
         evbuffer_get_length(bufferevent_get_output(c->client)) ||
@@ -531,9 +534,51 @@ static void tunnel_half_close(gw_conn *c)
         tunnel_finish(c);
 }
 
+/* A passthrough tunnel's first bytes: a ClientHello for the host it was allowed for, else
+ * it ends (a CONNECT to an allowed host carrying TLS for another is domain fronting).
+ * False when the connection is gone. */
+static bool check_passthrough_sni(gw_conn *c)
+{
+    struct evbuffer *in = bufferevent_get_input(c->client);
+    size_t n = evbuffer_get_length(in);
+    const uint8_t *p = n ? evbuffer_pullup(in, (ev_ssize_t)n) : NULL;
+    char name[PDK_TLS_SNI_MAX + 1];
+    pdk_tls_sni_result r = n > PDK_TLS_HELLO_MAX + 4096
+                               ? PDK_TLS_SNI_INVALID
+                               : pdk_tls_client_hello_sni(p, n, name, sizeof(name));
+    if (r == PDK_TLS_SNI_NEED_MORE)
+        return true;
+    pdk_ip ip;
+    bool literal = pdk_ip_parse_host(c->host, &ip) == PDK_HOST_ADDRESS;
+    char norm[PDK_DNS_NAME_MAX + 1];
+    const char *why = NULL;
+    if (r == PDK_TLS_SNI_INVALID)
+        why = "a passthrough tunnel carries TLS, and this is not a ClientHello";
+    else if (r == PDK_TLS_SNI_ABSENT && !literal)
+        why = "the ClientHello names no server, and the host is a name";
+    else if (r == PDK_TLS_SNI_FOUND &&
+             strcmp(pdk_dns_normalize_name(name, norm) ? norm : name, c->host) != 0)
+        why = "the TLS server name is not the host the tunnel was allowed for";
+    if (!why) {
+        c->sni_check = false;
+        return true;
+    }
+    json_t *ev = request_event(c, "");
+    json_object_set_new(ev, "sni", json_string(r == PDK_TLS_SNI_FOUND ? name : ""));
+    json_object_set_new(ev, "refused", json_string(why));
+    audit(c->g, "net.connect", ev);
+    c->g->stats.denied++;
+    conn_free(c);
+    return false;
+}
+
 static void tunnel_read(struct bufferevent *bev, void *arg)
 {
     gw_conn *c = arg;
+    if (bev == c->client && c->sni_check && !check_passthrough_sni(c))
+        return;
+    if (bev == c->client && c->sni_check)
+        return; /* the rest of the ClientHello first */
     if (bev == c->client)
         tunnel_pump(c->client, c->upstream, &c->up_bytes);
     else
@@ -580,8 +625,12 @@ static void start_tunnel(gw_conn *c)
     bufferevent_enable(c->client, EV_READ | EV_WRITE);
     bufferevent_enable(c->upstream, EV_READ | EV_WRITE);
     /* Bytes the client sent along with its head (pipelined after CONNECT). */
-    if (evbuffer_get_length(bufferevent_get_input(c->client)) > 0)
-        tunnel_pump(c->client, c->upstream, &c->up_bytes);
+    if (evbuffer_get_length(bufferevent_get_input(c->client)) > 0) {
+        if (c->sni_check && !check_passthrough_sni(c))
+            return;
+        if (!c->sni_check)
+            tunnel_pump(c->client, c->upstream, &c->up_bytes);
+    }
     if (evbuffer_get_length(bufferevent_get_input(c->upstream)) > 0)
         tunnel_pump(c->upstream, c->client, &c->down_bytes);
     maybe_splice(c);
@@ -1088,13 +1137,15 @@ static void on_upstream_ready(gw_conn *c)
         c->up_host = xstrdup(c->host);
         c->up_port = c->port;
     }
-    if (!c->req) { /* a captured connection judged as a whole (TLS) */
+    if (!c->req) { /* a captured TLS connection to a passthrough host */
+        c->sni_check = true;
         start_tunnel(c);
         return;
     }
-    if (c->req->method_id == HTTP_CONNECT) {
+    if (c->req->method_id == HTTP_CONNECT) { /* to a passthrough host */
         evbuffer_add_printf(bufferevent_get_output(c->client),
                             "HTTP/1.1 200 Connection established\r\n\r\n");
+        c->sni_check = true;
         start_tunnel(c);
         return;
     }
@@ -1252,8 +1303,8 @@ static void proceed(gw_conn *c, const char *how)
 
 /* ---- approval of single requests ---- */
 
-#define ASK_POLL_MS     200
-#define PREVIEW_BYTES   1024
+#define ASK_POLL_MS   200
+#define PREVIEW_BYTES 1024
 
 /* The URL as shown to a human: query values redacted (names kept). */
 static char *shown_url(const gw_conn *c)
@@ -1363,9 +1414,8 @@ static void ask(gw_conn *c, const char *how)
         refuse(c, 403, "Forbidden", why);
         return;
     }
-    json_t *asked = json_pack("{s:s, s:I, s:O, s:s, s:s}", "id", a.id, "conn",
-                              (json_int_t)c->id, "request", a.request, "rule", how, "reason",
-                              c->verdict.reason);
+    json_t *asked = json_pack("{s:s, s:I, s:O, s:s, s:s}", "id", a.id, "conn", (json_int_t)c->id,
+                              "request", a.request, "rule", how, "reason", c->verdict.reason);
     if (!audit_required(g, "approval.asked", asked, &err)) {
         (void)pdk_approval_expire(g->store, a.id, &err);
         pdk_approval_clear(&a);
@@ -1380,21 +1430,20 @@ static void ask(gw_conn *c, const char *how)
     snprintf(c->approval_id, sizeof(c->approval_id), "%s", a.id);
     pdk_approval_clear(&a);
     c->state = ST_ASKING;
-    c->ask_deadline_ns = pdk_now_monotonic_ns() +
-                         (uint64_t)g->policy->approval_timeout_seconds * 1000000000ULL;
+    c->ask_deadline_ns =
+        pdk_now_monotonic_ns() + (uint64_t)g->policy->approval_timeout_seconds * 1000000000ULL;
     bufferevent_disable(c->client, EV_READ); /* the body waits in the socket */
     g->asking++;
     arm_ask_timer(g);
 }
 
-static void answered(gw_conn *c, bool allow, const char *state, const char *by,
-                     const char *why)
+static void answered(gw_conn *c, bool allow, const char *state, const char *by, const char *why)
 {
     pdk_gateway *g = c->g;
     g->asking--;
     c->state = ST_HEAD; /* no longer asking (conn_free would expire it) */
-    json_t *o = json_pack("{s:s, s:I, s:s, s:s}", "id", c->approval_id, "conn",
-                          (json_int_t)c->id, "state", state, "by", by ? by : "");
+    json_t *o = json_pack("{s:s, s:I, s:s, s:s}", "id", c->approval_id, "conn", (json_int_t)c->id,
+                          "state", state, "by", by ? by : "");
     pdk_error err = {0};
     if (!audit_required(g, "approval.answered", o, &err))
         allow = false;
@@ -1424,9 +1473,9 @@ static void poll_asks(evutil_socket_t fd, short what, void *arg)
             answered(c, true, "approved", a.answered_by, NULL);
         } else if (a.state == PDK_APPROVAL_DENIED) {
             _cleanup_free_ char *why =
-                xasprintf("denied by %s%s%s (approval %s)", a.answered_by ? a.answered_by : "a human",
-                          a.answer_reason ? ": " : "", a.answer_reason ? a.answer_reason : "",
-                          c->approval_id);
+                xasprintf("denied by %s%s%s (approval %s)",
+                          a.answered_by ? a.answered_by : "a human", a.answer_reason ? ": " : "",
+                          a.answer_reason ? a.answer_reason : "", c->approval_id);
             answered(c, false, "denied", a.answered_by, why);
         } else if (a.state == PDK_APPROVAL_PENDING && now >= c->ask_deadline_ns &&
                    pdk_approval_expire(g->store, c->approval_id, &err) == 1) {

@@ -833,9 +833,11 @@ static void finish_ask(exec_watch *w, size_t i, bool allow, json_t *event, const
         pdk_warn("%s: the exec is refused", err.message);
         allow = false;
     }
-    pdk_exec_listener_answer(w->listener, p->token, p->pid, allow, message);
+    /* Noted before the answer: the shell's next try of the same command (the next
+     * directory of PATH) is judged on the listener's thread as soon as this one fails. */
     if (!allow)
         note_refusal(w, p->pid, p->line, message);
+    pdk_exec_listener_answer(w->listener, p->token, p->pid, allow, message);
     free(p->line);
     w->pending[i] = w->pending[--w->npending];
 }

@@ -108,6 +108,16 @@ c -o /dev/null -w '%{http_code}' http://localhost:PORT/named/ok
 echo "== connect"
 c --cacert ca.pem https://secure.test/v1/tls
 c -o /dev/null -w '%{http_connect}' https://nowhere.test/
+python3 -c '
+import socket, ssl
+s = socket.create_connection(("127.0.0.1", 3128))
+s.sendall(b"CONNECT secure.test:443 HTTP/1.1\r\nHost: secure.test:443\r\n\r\n")
+s.recv(4096)
+ctx = ssl.create_default_context(); ctx.check_hostname = False; ctx.verify_mode = ssl.CERT_NONE
+try:
+    ctx.wrap_socket(s, server_hostname="tls.test"); print("passthrough sni accepted")
+except (ssl.SSLError, OSError):
+    print("passthrough sni refused")'
 echo "== tls"
 c https://tls.test/v1/intercepted
 c -i -X DELETE https://tls.test/v1/x
@@ -178,6 +188,8 @@ expect_eq "loopback: localhost is a name no rule allows: 403" "403 rc=0" "$(line
 expect_match "connect: a passthrough host is tunnelled, TLS end to end" '"path": "/v1/tls".* rc=0' \
     "$(line connect 1)"
 expect_match "connect: a host no rule allows is refused (403)" "^403 rc=" "$(line connect 2)"
+expect_eq "connect: a passthrough tunnel whose ClientHello names another host ends" \
+    "passthrough sni refused" "$(line connect 3)"
 
 expect_match "tls: an intercepted request that the rules allow" '"path": "/v1/intercepted".* rc=0' \
     "$(line tls 1)"
