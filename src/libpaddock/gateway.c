@@ -976,6 +976,9 @@ static void request_complete(gw_conn *c)
     audit(c->g, "net.response", ev);
     pdk_http_head *resp = pdk_http_parser_head(c->responses);
     bool keep = c->req->keep_alive && resp && resp->keep_alive && !c->upstream_eof;
+    /* An upgrade the upstream did not take (no 101): the connection stays HTTP. */
+    if (keep && c->req->upgrade && pdk_http_parser_resume(c->requests) < 0)
+        keep = false;
     if (!keep) {
         conn_close_after_flush(c);
         return;
@@ -1034,7 +1037,7 @@ static void forward_response(gw_conn *c)
             evbuffer_add(out, head.data, head.len);
             c->down_bytes += head.len;
             pdk_buf_free(&head);
-            if (r.head->status >= 200)
+            if (r.head->status >= 200 || r.head->upgrade)
                 c->status = r.head->status;
         } else if (e == PDK_HTTP_BODY) {
             evbuffer_add(out, r.body, r.body_len);
@@ -1046,7 +1049,7 @@ static void forward_response(gw_conn *c)
             }
         } else if (e == PDK_HTTP_MESSAGE_COMPLETE) {
             pdk_http_head *h = pdk_http_parser_head(c->responses);
-            if (h && h->status >= 200) {
+            if (h && (h->status >= 200 || h->upgrade)) { /* final (101 included), not 1xx */
                 evbuffer_drain(in, r.consumed);
                 c->response_done = true;
                 if (h->upgrade) { /* 101: the protocol changes, bytes flow unread */

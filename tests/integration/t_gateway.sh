@@ -396,3 +396,74 @@ expect_eq "... and the next ones without asking" 200 "$BG_LINE"
 read_bg_line
 expect_eq "... all of them" 200 "$BG_LINE"
 wait "$BG_PID" 2>/dev/null
+
+# An upgrade (WebSocket) passes through after the policy check; 100-continue and chunked
+# request bodies are relayed as they come.
+head -c 3000000 /dev/zero | tr '\0' 'z' >"$WS/big.txt"
+cat >"$WS/upgrade.py" <<'EOF2'
+import socket
+s = socket.create_connection(("127.0.0.1", 3128))
+s.sendall(b"GET http://api.test/v1/ws HTTP/1.1\r\nHost: api.test\r\nUpgrade: websocket\r\n"
+          b"Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\n\r\n")
+head = b""
+while b"\r\n\r\n" not in head:
+    head += s.recv(4096)
+print(head.split(b"\r\n")[0].decode())
+s.sendall(b"ping over the upgraded connection")
+got = b""
+while len(got) < 33:
+    got += s.recv(4096)
+print(got.decode())
+EOF2
+wrun --policy "$T/net.yaml" -- python3 upgrade.py
+expect_eq "an upgrade: 101 through the proxy" "HTTP/1.1 101 Switching Protocols" \
+    "$(printf '%s\n' "$OUT" | sed -n 1p)"
+expect_eq "... then bytes both ways" "ping over the upgraded connection" \
+    "$(printf '%s\n' "$OUT" | sed -n 2p)"
+wrun --policy "$T/net.yaml" -- sh -c '
+curl -sS --max-time 20 -H "Expect: 100-continue" --data-binary @big.txt http://api.test/v1/items
+curl -sS --max-time 20 -H "Transfer-Encoding: chunked" --data-binary @big.txt http://api.test/v1/items'
+expect_match "Expect: 100-continue with a 3 MB body" '"body_len": 3000000' "$(printf '%s\n' "$OUT" | sed -n 1p)"
+expect_match "a chunked request body" '"body_len": 3000000' "$(printf '%s\n' "$OUT" | sed -n 2p)"
+
+# A name that resolves to loopback on the host (localhost, from its hosts file) is refused
+# even by a rule for any host: the check is on the address connected to.
+cat >"$T/any.yaml" <<'EOF2'
+version: 1
+network:
+  rules:
+    - {host: "*", decision: allow}
+EOF2
+wrun --policy "$T/any.yaml" -- curl -sS --max-time 20 "http://localhost:$HTTP_PORT/v1/x"
+expect_match "a name that resolves to 127.0.0.1 is refused unless named" \
+    '"reason":"localhost is 127.0.0.1 is a loopback address' "$OUT"
+
+# git over HTTPS: clone and push through the intercepting gateway to git http-backend
+# behind a local TLS server.
+if command -v git >/dev/null; then
+    mkdir -p "$T/git"
+    git init -q --bare "$T/git/repo.git"
+    git -C "$T/git/repo.git" config http.receivepack true
+    git -C "$T/git/repo.git" symbolic-ref HEAD refs/heads/main
+    git init -q "$T/seed"
+    git -C "$T/seed" -c user.name=t -c user.email=t@paddock.invalid commit -q --allow-empty -m seed
+    git -C "$T/seed" push -q "$T/git/repo.git" HEAD:refs/heads/main
+    start_upstream GIT_PORT --tls "$T/secure.pem" "$T/secure.key" --git "$T/git"
+    cat >"$T/git.yaml" <<EOF2
+version: 1
+network:
+  rules:
+    - {host: tls.test, methods: [GET, POST], path: /git/**, decision: allow}
+  resolve: {"tls.test:443": "127.0.0.1:$GIT_PORT"}
+  upstream_ca: [$T/ca.pem]
+env:
+  set: {GIT_CONFIG_NOSYSTEM: "1", GIT_AUTHOR_NAME: t, GIT_AUTHOR_EMAIL: t@paddock.invalid,
+        GIT_COMMITTER_NAME: t, GIT_COMMITTER_EMAIL: t@paddock.invalid}
+EOF2
+    wrun --policy "$T/git.yaml" -- sh -c '
+cd /tmp && git clone -q https://tls.test/git/repo.git clone && cd clone &&
+git commit -q --allow-empty -m "from the sandbox" && git push -q origin HEAD:main && echo pushed'
+    expect_eq "git clone and push over HTTPS through the gateway" "0 pushed" "$RC $OUT"
+    expect_eq "... the commit reached the upstream repository" "from the sandbox" \
+        "$(git -C "$T/git/repo.git" log -1 --format=%s main 2>/dev/null)"
+fi

@@ -2,22 +2,26 @@
 """A test upstream on the host's loopback for the gateway tests: HTTP/1.1 (keep-alive),
 optionally TLS. Prints its port on stdout once it listens, then serves until killed.
 
-  upstream.py [--tls CERT KEY] [--log FILE]
+  upstream.py [--tls CERT KEY] [--log FILE] [--git ROOT]
 
 Paths:
   /slow        answers after 3 s (a slow upstream must not stall other connections)
   /big/N       N bytes of body
   /status/N    status N, empty body
+  .../ws       with Upgrade: websocket, 101, then echoes every byte
+  /git/...     with --git: git's smart HTTP protocol for the repositories under ROOT
+               (git http-backend), so that clone and push work
   anything     a JSON echo: method, path, the request's header names and values, body size
 Every request is appended to the log as one JSON line (method, path, headers).
 """
-import json, socket, ssl, sys, threading, time
+import json, socket, ssl, subprocess, sys, threading, time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     log_file = None
+    git_root = None
 
     def log_message(self, fmt, *args):
         pass
@@ -56,10 +60,54 @@ class Handler(BaseHTTPRequestHandler):
         if self.command != "HEAD":
             self.wfile.write(body)
 
+    def _git(self, body):
+        """git's smart HTTP protocol: git http-backend as a CGI program."""
+        path, _, query = self.path[len("/git"):].partition("?")
+        env = {"GIT_PROJECT_ROOT": Handler.git_root, "GIT_HTTP_EXPORT_ALL": "1",
+               "PATH_INFO": path, "QUERY_STRING": query, "REQUEST_METHOD": self.command,
+               "CONTENT_TYPE": self.headers.get("Content-Type", ""),
+               "CONTENT_LENGTH": str(len(body)), "REMOTE_USER": "test", "REMOTE_ADDR": "127.0.0.1",
+               "PATH": "/usr/bin:/bin", "HOME": "/nonexistent",
+               "GIT_CONFIG_NOSYSTEM": "1"}
+        if self.headers.get("Content-Encoding") == "gzip":
+            env["HTTP_CONTENT_ENCODING"] = "gzip"
+        out = subprocess.run(["git", "http-backend"], input=body, env=env, capture_output=True).stdout
+        head, _, rest = out.partition(b"\r\n\r\n")
+        status = 200
+        headers = []
+        for line in head.decode().split("\r\n"):
+            name, _, value = line.partition(": ")
+            if name.lower() == "status":
+                status = int(value.split()[0])
+            elif name:
+                headers.append((name, value))
+        self.send_response(status)
+        for name, value in headers:
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(rest)))
+        self.end_headers()
+        self.wfile.write(rest)
+
     def _handle(self):
         body = self._body()
         self._record(len(body))
-        if self.path == "/slow":
+        if Handler.git_root and self.path.startswith("/git/"):
+            return self._git(body)
+        if self.path.endswith("/ws") and self.headers.get("Upgrade", "").lower() == "websocket":
+            # Not a real WebSocket: after the 101, every byte comes back (enough to see the
+            # gateway pass the upgraded connection through).
+            self.send_response(101)
+            self.send_header("Upgrade", "websocket")
+            self.send_header("Connection", "Upgrade")
+            self.end_headers()
+            self.wfile.flush()
+            while True:
+                data = self.connection.recv(65536)
+                if not data:
+                    break
+                self.connection.sendall(data)
+            self.close_connection = True
+        elif self.path == "/slow":
             time.sleep(3)
             self._send(200, b"slow\n", "text/plain")
         elif self.path.startswith("/big/"):
@@ -88,6 +136,8 @@ def main():
     if "--tls" in args:
         i = args.index("--tls")
         tls = (args[i + 1], args[i + 2])
+    if "--git" in args:
+        Handler.git_root = args[args.index("--git") + 1]
     if "--log" in args:
         Handler.log_file = args[args.index("--log") + 1]
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
