@@ -105,6 +105,7 @@ c -o /dev/null -w '%{http_code}' http://0x7f.1:PORT/named/ok
 c -o /dev/null -w '%{http_code}' http://2130706433:PORT/named/ok
 c -o /dev/null -w '%{http_code}' http://[::ffff:127.0.0.1]:PORT/named/ok
 c -o /dev/null -w '%{http_code}' http://localhost:PORT/named/ok
+c -o /dev/null -w '%{http_code}' http://0177.0.0.1:PORT/named/ok
 echo "== connect"
 c --cacert ca.pem https://secure.test/v1/tls
 c -o /dev/null -w '%{http_connect}' https://nowhere.test/
@@ -184,6 +185,7 @@ expect_eq "loopback: 2130706433 is 127.0.0.1" "200 rc=0" "$(line loopback 4)"
 expect_eq "loopback: ::ffff:127.0.0.1 is not the host the rule names: 403" "403 rc=0" \
     "$(line loopback 5)"
 expect_eq "loopback: localhost is a name no rule allows: 403" "403 rc=0" "$(line loopback 6)"
+expect_eq "loopback: 0177.0.0.1 (octal) is 127.0.0.1" "200 rc=0" "$(line loopback 7)"
 
 expect_match "connect: a passthrough host is tunnelled, TLS end to end" '"path": "/v1/tls".* rc=0' \
     "$(line connect 1)"
@@ -290,6 +292,7 @@ print(ask(b"GET http://api.test/v1/a HTTP/1.1\r\nHost: api.test\r\nX-A: 1\r\n fo
 print(ask(b"GET http://api.test/v1/a HTTP/1.1\r\nHost: api.test\r\n" + b"X-Long: " + b"a" * 70000 + b"\r\n\r\n"))
 print(ask(b"\x16\x03\x01\x02\x00garbage\r\n\r\n"))
 print(ask(b"GET http://api.test/v1/after HTTP/1.1\r\nHost: api.test\r\n\r\n"))
+print(ask(b"POST http://api.test/v1/items HTTP/1.1\r\nHost: api.test\r\nContent-Length: 3\r\nContent-Length: 3\r\n\r\nabc"))
 EOF
 wrun --policy "$T/net.yaml" -- python3 bad.py
 expect_eq "CL with TE: 400" "HTTP/1.1 400 Bad Request" "$(printf '%s\n' "$OUT" | sed -n 1p)"
@@ -298,6 +301,7 @@ expect_eq "an oversized head: 431" "HTTP/1.1 431 Request Header Fields Too Large
     "$(printf '%s\n' "$OUT" | sed -n 3p)"
 expect_match "TLS garbage to the proxy: 4xx" "^HTTP/1.1 4[0-9][0-9] " "$(printf '%s\n' "$OUT" | sed -n 4p)"
 expect_eq "... and the next request is served" "HTTP/1.1 200 OK" "$(printf '%s\n' "$OUT" | sed -n 5p)"
+expect_eq "a repeated Content-Length: 400" "HTTP/1.1 400 Bad Request" "$(printf '%s\n' "$OUT" | sed -n 6p)"
 
 # Without a network section there is no gateway: nothing listens, nothing resolves.
 wrun -- sh -c 'curl -sS --max-time 3 http://api.test/ ; echo "rc=$?"'

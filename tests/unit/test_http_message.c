@@ -933,6 +933,13 @@ static void responses(void **state)
     assert_responses(get_methods, "HTTP/1.1 200 OK\nContent-Length: 0\r\n\r\n",
                      "ERROR 502 bare LF (line not ended by CRLF)\n");
     assert_responses(get_methods, "HTTP/2 200\r\n\r\n", "ERROR 502 malformed HTTP version\n");
+    assert_responses(get_methods, "HTTP/1.2 200 OK\r\n\r\n",
+                     "ERROR 502 unsupported HTTP version\n");
+    assert_responses(get_methods, "HTTP/1.10 200 OK\r\n\r\n", "ERROR 502 malformed status line\n");
+    assert_responses(get_methods, "HTTP/1.1 2x0 OK\r\n\r\n", "ERROR 502 invalid status code\n");
+    assert_responses(get_methods, "HTTP/1.1 200 O\x01K\r\n\r\n",
+                     "ERROR 502 control character in the reason phrase\n");
+    assert_responses(get_methods, "\rHTTP/1.1 200 OK\r\n\r\n", "ERROR 502 CR not followed by LF\n");
     assert_responses(get_methods, "HTTP/1.0 100 Continue\r\n\r\n",
                      "ERROR 502 1xx response in HTTP/1.0\n");
     assert_responses(get_methods, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nab",
