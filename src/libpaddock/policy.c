@@ -1789,6 +1789,19 @@ static void handle_network(parse_state *st, const char *field, yaml_node_t *n)
 {
     st->policy->network.enabled = true;
     walk_section(st, n, field, network_keys, PDK_ARRAY_SIZE(network_keys));
+    /* A passthrough host is tunnelled unread: rules on its methods or paths could never
+     * apply (the gateway would refuse its connections). */
+    const pdk_net_rules *net = &st->policy->network;
+    for (size_t i = 0; i < net->count; i++) {
+        const pdk_net_rule *r = &net->rules[i];
+        if ((r->methods || r->path) && pdk_net_rules_is_passthrough(net, r->host)) {
+            diag_at(st, (size_t)st->policy->net_rule_lines[i], 0,
+                    "network.rules[%zu]: %s is a passthrough host, whose requests are never "
+                    "read, so a rule on their methods or path cannot apply (remove the host "
+                    "from passthrough, or the rule's methods and path)",
+                    i, r->host);
+        }
+    }
 }
 
 static const key_spec top_keys[] = {

@@ -355,6 +355,19 @@ static void test_diagnostics(void **state)
     free(d);
 }
 
+static void test_passthrough_rules(void **state)
+{
+    char *d = parse_fail("version: 1\n"
+                         "network:\n"
+                         "  rules:\n"
+                         "    - {host: a.test, decision: allow}\n"
+                         "    - {host: a.test, methods: [GET], decision: allow}\n"
+                         "  passthrough: [a.test]\n");
+    assert_non_null(strstr(d, "policy.yaml:5: network.rules[1]: a.test is a passthrough host"));
+    assert_null(strstr(d, "network.rules[0]"));
+    free(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -366,6 +379,7 @@ int main(void)
         cmocka_unit_test(test_path_normalize),
         cmocka_unit_test(test_lookups),
         cmocka_unit_test(test_diagnostics),
+        cmocka_unit_test(test_passthrough_rules),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
