@@ -186,17 +186,6 @@ static bool is_ows(unsigned char c)
     return c == ' ' || c == '\t';
 }
 
-static int hex_value(unsigned char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 static char ascii_lower(char c)
 {
     return (c >= 'A' && c <= 'Z') ? (char)(c - 'A' + 'a') : c;
@@ -865,7 +854,7 @@ static size_t scan(pdk_http_parser *p, const unsigned char *d, size_t len)
             p->stop = STOP_HEAD_END;
             return i;
         case LX_CHUNK_SIZE_FIRST: {
-            int v = hex_value(c);
+            int v = pdk_hex_value(c);
             if (v < 0)
                 return scan_fail(p, i, 400, "invalid chunk size");
             p->chunk_size = (uint64_t)v;
@@ -873,7 +862,7 @@ static size_t scan(pdk_http_parser *p, const unsigned char *d, size_t len)
             break;
         }
         case LX_CHUNK_SIZE: {
-            int v = hex_value(c);
+            int v = pdk_hex_value(c);
             if (v >= 0) {
                 if (p->chunk_size > (MAX_LENGTH >> 4))
                     return scan_fail(p, i, 400, "chunk size too large");

@@ -63,22 +63,25 @@ static void test_fragmented(void **state)
 {
     size_t len;
     uint8_t *h = client_hello("a.example", &len);
+    uint8_t one[8192], two[8192 + 5];
+    assert_true(len > 200 && len <= sizeof(one));
+    memcpy(one, h, len);
+    free(h);
     size_t msg = len - 5, cut = 100;
-    uint8_t two[8192];
-    memcpy(two, h, 3);
+    /* record 1: the first cut bytes of the message; record 2: the rest */
+    memcpy(two, one, 3);
     two[3] = (uint8_t)(cut >> 8);
     two[4] = (uint8_t)cut;
-    memcpy(two + 5, h + 5, cut);
-    memcpy(two + 5 + cut, h, 3);
+    memcpy(two + 5, one + 5, cut);
+    memcpy(two + 5 + cut, one, 3);
     two[8 + cut] = (uint8_t)((msg - cut) >> 8);
     two[9 + cut] = (uint8_t)(msg - cut);
-    memcpy(two + 10 + cut, h + 5 + cut, msg - cut);
+    memcpy(two + 10 + cut, one + 5 + cut, msg - cut);
     char name[PDK_TLS_SNI_MAX + 1];
     assert_int_equal(pdk_tls_client_hello_sni(two, len + 5, name, sizeof(name)), PDK_TLS_SNI_FOUND);
     assert_string_equal(name, "a.example");
     assert_int_equal(pdk_tls_client_hello_sni(two, 5 + cut, name, sizeof(name)),
                      PDK_TLS_SNI_NEED_MORE);
-    free(h);
 }
 
 static void test_invalid(void **state)
