@@ -140,14 +140,19 @@ int pdk_egress_net_setup(const uint16_t *capture_ports, size_t nports, pdk_egres
         }
         out[(*count)++] = (pdk_egress_socket){want[i].kind, want[i].port, fd};
     }
+    /* Optional: without it the process behind a connection stays unknown. */
+    int diag = *count < PDK_EGRESS_MAX_SOCKETS
+                   ? socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_SOCK_DIAG)
+                   : -1;
+    if (diag >= 0)
+        out[(*count)++] = (pdk_egress_socket){PDK_EGRESS_DIAG, 0, diag};
     return 0;
 }
 
 static const char *const kind_names[] = {
-    [PDK_EGRESS_PROXY] = "proxy",
-    [PDK_EGRESS_DNS_UDP] = "dns-udp",
-    [PDK_EGRESS_DNS_TCP] = "dns-tcp",
-    [PDK_EGRESS_CAPTURE] = "capture",
+    [PDK_EGRESS_PROXY] = "proxy",     [PDK_EGRESS_DNS_UDP] = "dns-udp",
+    [PDK_EGRESS_DNS_TCP] = "dns-tcp", [PDK_EGRESS_CAPTURE] = "capture",
+    [PDK_EGRESS_DIAG] = "diag",
 };
 
 void pdk_egress_describe(const pdk_egress_socket *socks, size_t count, char *text, size_t size)
@@ -178,7 +183,8 @@ bool pdk_egress_parse(const char *text, const int *fds, size_t count, pdk_egress
                 kind = (int)k;
         char *end = NULL;
         long port = strtol(sp + 1, &end, 10);
-        if (kind < 0 || end != nl || port < 1 || port > 65535)
+        if (kind < 0 || end != nl || port < 0 || port > 65535 ||
+            (port == 0) != (kind == PDK_EGRESS_DIAG))
             return false;
         out[i] = (pdk_egress_socket){(pdk_egress_kind)kind, (uint16_t)port, fds[i]};
         p = nl + 1;

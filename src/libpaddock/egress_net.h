@@ -11,6 +11,9 @@
  *                   port (80, 443 and the ports the rules name); the original destination
  *                   is the accepted socket's getsockname()
  *
+ * and a sock_diag netlink socket of the namespace, through which the supervisor finds the
+ * socket (and so the process) a connection comes from.
+ *
  * Everything else has no route: the namespace has loopback only, so a connect to any other
  * address fails (ENETUNREACH), and UDP other than to the stub, raw sockets and IPv6 have
  * nowhere to go.
@@ -33,6 +36,8 @@ typedef enum pdk_egress_kind {
     PDK_EGRESS_DNS_UDP,
     PDK_EGRESS_DNS_TCP,
     PDK_EGRESS_CAPTURE,
+    PDK_EGRESS_DIAG, /* a NETLINK_SOCK_DIAG socket: which socket (and so which process) a
+                      * connection came from */
 } pdk_egress_kind;
 
 typedef struct pdk_egress_socket {

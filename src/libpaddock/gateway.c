@@ -34,7 +34,11 @@
 #include <event2/dns.h>
 #include <event2/listener.h>
 #include <event2/util.h>
+#include <dirent.h>
 #include <jansson.h>
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
 #include <netinet/in.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -81,6 +85,12 @@ struct pdk_gateway {
     gw_conn *conns;
     uint64_t next_conn_id;
     pdk_gateway_stats stats;
+    /* the process behind a connection */
+    pid_t init_pid;
+    int diag_fd;
+    uint32_t diag_seq;
+    uint64_t scanned_ns;
+    struct sock_owner *owners; /* inode -> process, from the last scan */
     /* approvals */
     char *state_dir;
     bool session_named;
@@ -108,6 +118,9 @@ struct gw_conn {
     bool tls_client;      /* the client side is intercepted TLS; upstreams are TLS too */
     bool sni_check;       /* a passthrough tunnel: the ClientHello must name the host */
     char approval_id[17]; /* ST_ASKING */
+    bool owner_looked;
+    pid_t pid; /* the process whose socket this is, 0: unknown */
+    char comm[16];
     uint64_t ask_deadline_ns;
     bool free_scheduled;
     /* A plain tunnel moves its bytes with splice(2), socket to pipe to socket: they never
@@ -294,11 +307,170 @@ static void reply(gw_conn *c, int status, const char *status_text, const char *d
     conn_close_after_flush(c);
 }
 
+/* ---- the process behind a connection ---- */
+
+#define OWNERS     4096 /* slots of the inode -> process table (a power of two) */
+#define SCAN_MAX   512  /* processes looked at in one scan */
+#define SCAN_EVERY (20 * 1000000ULL)
+
+struct sock_owner {
+    unsigned long inode;
+    pid_t pid;
+    char comm[16];
+};
+
+/* The inode of the sandbox's socket at the other end of connection fd (sock_diag in the
+ * sandbox's netns), or 0. */
+static unsigned long peer_inode(pdk_gateway *g, int fd)
+{
+    struct sockaddr_in local, peer;
+    socklen_t ll = sizeof(local), pl = sizeof(peer);
+    if (g->diag_fd < 0 || getsockname(fd, (struct sockaddr *)&local, &ll) < 0 ||
+        getpeername(fd, (struct sockaddr *)&peer, &pl) < 0 || local.sin_family != AF_INET ||
+        peer.sin_family != AF_INET)
+        return 0;
+    struct {
+        struct nlmsghdr nh;
+        struct inet_diag_req_v2 r;
+    } req;
+    memset(&req, 0, sizeof(req));
+    req.nh.nlmsg_len = sizeof(req);
+    req.nh.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+    req.nh.nlmsg_flags = NLM_F_REQUEST;
+    req.nh.nlmsg_seq = ++g->diag_seq;
+    req.r.sdiag_family = AF_INET;
+    req.r.sdiag_protocol = IPPROTO_TCP;
+    req.r.idiag_states = ~0U;
+    req.r.id.idiag_sport = peer.sin_port; /* the sandbox's socket: from its port to ours */
+    req.r.id.idiag_dport = local.sin_port;
+    req.r.id.idiag_src[0] = peer.sin_addr.s_addr;
+    req.r.id.idiag_dst[0] = local.sin_addr.s_addr;
+    req.r.id.idiag_cookie[0] = req.r.id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
+    if (send(g->diag_fd, &req, sizeof(req), 0) < 0)
+        return 0;
+    char buf[1024];
+    ssize_t n = recv(g->diag_fd, buf, sizeof(buf), 0);
+    struct nlmsghdr *h = (struct nlmsghdr *)buf;
+    if (n <= 0 || !NLMSG_OK(h, (size_t)n) || h->nlmsg_type != SOCK_DIAG_BY_FAMILY ||
+        h->nlmsg_len < NLMSG_LENGTH(sizeof(struct inet_diag_msg)))
+        return 0;
+    return ((struct inet_diag_msg *)NLMSG_DATA(h))->idiag_inode;
+}
+
+static struct sock_owner *owner_slot(struct sock_owner *t, unsigned long inode)
+{
+    size_t i = (size_t)(inode * 2654435761u) & (OWNERS - 1);
+    for (size_t k = 0; k < OWNERS; k++, i = (i + 1) & (OWNERS - 1))
+        if (t[i].inode == inode || t[i].inode == 0)
+            return &t[i];
+    return NULL;
+}
+
+/* Every socket of the sandbox's processes (init's descendants), into the table. */
+static void scan_owners(pdk_gateway *g)
+{
+    memset(g->owners, 0, OWNERS * sizeof(*g->owners));
+    pid_t queue[SCAN_MAX];
+    size_t head = 0, tail = 0;
+    queue[tail++] = g->init_pid;
+    while (head < tail) {
+        pid_t pid = queue[head++];
+        char path[64], comm[16] = "";
+        snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+        int cf = open(path, O_RDONLY | O_CLOEXEC);
+        if (cf >= 0) {
+            ssize_t r = read(cf, comm, sizeof(comm) - 1);
+            comm[r > 0 ? r : 0] = '\0';
+            char *nl = strchr(comm, '\n');
+            if (nl)
+                *nl = '\0';
+            close(cf);
+        }
+        snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+        DIR *d = opendir(path);
+        for (struct dirent *e; d && (e = readdir(d));) {
+            char link[300], target[64];
+            if (e->d_name[0] == '.')
+                continue;
+            snprintf(link, sizeof(link), "/proc/%d/fd/%s", (int)pid, e->d_name);
+            ssize_t len = readlink(link, target, sizeof(target) - 1);
+            unsigned long inode;
+            if (len <= 0)
+                continue;
+            target[len] = '\0';
+            if (sscanf(target, "socket:[%lu]", &inode) != 1)
+                continue;
+            struct sock_owner *o = owner_slot(g->owners, inode);
+            if (o && o->inode == 0) {
+                *o = (struct sock_owner){.inode = inode, .pid = pid};
+                snprintf(o->comm, sizeof(o->comm), "%s", comm);
+            }
+        }
+        if (d)
+            closedir(d);
+        /* children of every thread */
+        snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+        DIR *tasks = opendir(path);
+        for (struct dirent *t; tasks && (t = readdir(tasks));) {
+            if (t->d_name[0] == '.')
+                continue;
+            char cpath[320], kids[4096];
+            snprintf(cpath, sizeof(cpath), "/proc/%d/task/%s/children", (int)pid, t->d_name);
+            int kf = open(cpath, O_RDONLY | O_CLOEXEC);
+            if (kf < 0)
+                continue;
+            ssize_t r = read(kf, kids, sizeof(kids) - 1);
+            close(kf);
+            kids[r > 0 ? r : 0] = '\0';
+            for (char *p = kids, *end; *p && tail < SCAN_MAX; p = end) {
+                long k = strtol(p, &end, 10);
+                if (end == p)
+                    break;
+                if (k > 0)
+                    queue[tail++] = (pid_t)k;
+            }
+        }
+        if (tasks)
+            closedir(tasks);
+    }
+    g->scanned_ns = pdk_now_monotonic_ns();
+}
+
+/* Which process of the sandbox made the connection (once a connection; unknown when the
+ * socket was made since the last scan and another scan is too recent). */
+static void conn_owner(gw_conn *c)
+{
+    pdk_gateway *g = c->g;
+    if (c->owner_looked)
+        return;
+    c->owner_looked = true;
+    if (!g->owners || g->init_pid <= 0)
+        return;
+    struct bufferevent *raw = bufferevent_get_underlying(c->client);
+    unsigned long inode = peer_inode(g, bufferevent_getfd(raw ? raw : c->client));
+    if (!inode)
+        return;
+    struct sock_owner *o = owner_slot(g->owners, inode);
+    if ((!o || o->inode != inode) && pdk_now_monotonic_ns() - g->scanned_ns >= SCAN_EVERY) {
+        scan_owners(g);
+        o = owner_slot(g->owners, inode);
+    }
+    if (o && o->inode == inode) {
+        c->pid = o->pid;
+        snprintf(c->comm, sizeof(c->comm), "%s", o->comm);
+    }
+}
+
 static json_t *request_event(gw_conn *c, const char *decided_by)
 {
     json_t *o = json_pack("{s:I, s:I, s:s, s:s, s:i}", "conn", (json_int_t)c->id, "seq",
                           (json_int_t)c->seq, "via", c->kind == CONN_CAPTURE ? "capture" : "proxy",
                           "host", c->host ? c->host : "", "port", (int)c->port);
+    conn_owner(c);
+    if (c->pid > 0) {
+        json_object_set_new(o, "pid", json_integer(c->pid));
+        json_object_set_new(o, "comm", json_string(c->comm));
+    }
     if (c->req && c->req->method)
         json_object_set_new(o, "method", json_string(c->req->method));
     if (c->req && c->req->scheme)
@@ -1775,6 +1947,7 @@ pdk_gateway *pdk_gateway_new(const pdk_gateway_config *cfg, pdk_error *err)
     g->session = xstrdup(cfg->session ? cfg->session : "");
     g->names = pdk_dns_table_new();
     g->dns_udp_fd = -1;
+    g->diag_fd = -1;
     g->state_dir = xstrdup(cfg->state_dir);
     g->session_named = cfg->session_named;
     if (make_tls(g, cfg->state_dir, err) < 0) {
@@ -1800,11 +1973,12 @@ char *pdk_gateway_ca_pem(const char *state_dir, pdk_error *err)
     return pem;
 }
 
-void pdk_gateway_serve(void *gateway, struct event_base *base, const pdk_egress_socket *socks,
-                       size_t count)
+void pdk_gateway_serve(void *gateway, struct event_base *base, pid_t init_pid,
+                       const pdk_egress_socket *socks, size_t count)
 {
     pdk_gateway *g = gateway;
     g->base = base;
+    g->init_pid = init_pid;
     /* Two descriptors a connection (the sandbox's side and the upstream's): the soft limit
      * goes up to the hard one. */
     struct rlimit nofile;
@@ -1820,6 +1994,11 @@ void pdk_gateway_serve(void *gateway, struct event_base *base, const pdk_egress_
         g->dns = evdns_base_new(base, 0); /* no resolv.conf: names from the hosts file only */
     for (size_t i = 0; i < count; i++) {
         const pdk_egress_socket *s = &socks[i];
+        if (s->kind == PDK_EGRESS_DIAG) {
+            g->diag_fd = s->fd;
+            g->owners = xcalloc(OWNERS, sizeof(*g->owners));
+            continue;
+        }
         if (s->kind == PDK_EGRESS_DNS_UDP) {
             g->dns_udp_fd = s->fd;
             g->dns_udp_ev = event_new(base, s->fd, EV_READ | EV_PERSIST, on_dns_udp, g);
@@ -1858,6 +2037,9 @@ void pdk_gateway_free(pdk_gateway *g)
         event_free(g->dns_udp_ev);
     if (g->dns_udp_fd >= 0)
         close(g->dns_udp_fd);
+    if (g->diag_fd >= 0)
+        close(g->diag_fd);
+    free(g->owners);
     if (g->dns)
         evdns_base_free(g->dns, 1);
     pdk_dns_table_free(g->names);

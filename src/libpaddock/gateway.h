@@ -35,6 +35,7 @@
 #include "policy.h"
 
 #include <event2/event.h>
+#include <sys/types.h>
 
 typedef struct pdk_gateway pdk_gateway;
 
@@ -49,10 +50,10 @@ typedef struct pdk_gateway_config {
 /* A gateway for one sandbox; it starts serving with pdk_gateway_serve(). */
 pdk_gateway *pdk_gateway_new(const pdk_gateway_config *cfg, pdk_error *err);
 
-/* Serve the sockets (the fds are the gateway's from now on) on base. Matches the sandbox
- * config's egress_sockets callback (arg is the gateway). */
-void pdk_gateway_serve(void *gateway, struct event_base *base, const pdk_egress_socket *socks,
-                       size_t count);
+/* Serve the sockets (the fds are the gateway's from now on) on base; init_pid (in the
+ * supervisor's pid namespace) roots the processes a connection may come from. */
+void pdk_gateway_serve(void *gateway, struct event_base *base, pid_t init_pid,
+                       const pdk_egress_socket *socks, size_t count);
 
 typedef struct pdk_gateway_stats {
     uint64_t connections, requests, denied, dns_queries, dns_blocked;
@@ -76,15 +77,15 @@ char *pdk_gateway_ca_pem(const char *state_dir, pdk_error *err);
 typedef struct pdk_gateway_module {
     unsigned abi; /* PDK_GATEWAY_ABI */
     pdk_gateway *(*create)(const pdk_gateway_config *cfg, pdk_error *err);
-    void (*serve)(void *gateway, struct event_base *base, const pdk_egress_socket *socks,
-                  size_t count);
+    void (*serve)(void *gateway, struct event_base *base, pid_t init_pid,
+                  const pdk_egress_socket *socks, size_t count);
     void (*stats)(const pdk_gateway *gateway, pdk_gateway_stats *out);
     void (*destroy)(pdk_gateway *gateway);
     const char *(*ca_bundle)(pdk_gateway *gateway, pdk_error *err);
     char *(*ca_pem)(const char *state_dir, pdk_error *err);
 } pdk_gateway_module;
 
-#define PDK_GATEWAY_ABI    1
+#define PDK_GATEWAY_ABI    2
 #define PDK_GATEWAY_SYMBOL "pdk_gateway_module_v1"
 
 /* In paddock (gateway_module.c): the module next to the executable, or in the installed

@@ -376,11 +376,11 @@ static int build_config(run_state *st, pdk_error *err)
 }
 
 /* The sockets init made, on the supervisor's loop: the gateway serves them. */
-static void serve_gateway(void *arg, struct event_base *base, const pdk_egress_socket *socks,
-                          size_t count)
+static void serve_gateway(void *arg, struct event_base *base, pid_t init_pid,
+                          const pdk_egress_socket *socks, size_t count)
 {
     run_state *st = arg;
-    st->gateway_module->serve(st->gateway, base, socks, count);
+    st->gateway_module->serve(st->gateway, base, init_pid, socks, count);
 }
 
 /* The end of the sandbox, on the supervisor's loop: the gateway's connections end. */

@@ -23,11 +23,12 @@
 #include "session.h"
 
 #include <stdint.h>
+#include <sys/types.h>
 
-/* A host path shown inside the sandbox. */
 struct event_base;
 struct pdk_egress_socket;
 
+/* A host path shown inside the sandbox. */
 typedef struct pdk_bind {
     char *source; /* absolute host path */
     char *target; /* absolute path inside (usually the same) */
@@ -75,7 +76,7 @@ typedef struct pdk_sandbox_config {
     bool egress;
     const uint16_t *egress_ports;
     size_t egress_port_count;
-    void (*egress_sockets)(void *arg, struct event_base *base,
+    void (*egress_sockets)(void *arg, struct event_base *base, pid_t init_pid,
                            const struct pdk_egress_socket *socks, size_t count);
     /* Called on the loop once the sandbox has ended, before the loop goes: the gateway's
      * connections and sockets end there. */

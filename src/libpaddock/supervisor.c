@@ -38,8 +38,9 @@ struct pdk_supervisor {
     void *idle_arg;
     pdk_exec_handler exec_handler; /* judge NULL: no listener expected */
     pdk_exec_listener *exec_listener;
-    void (*egress_sockets)(void *arg, struct event_base *base, const pdk_egress_socket *socks,
-                           size_t count);
+    void (*egress_sockets)(void *arg, struct event_base *base, pid_t init_pid,
+                           const pdk_egress_socket *socks, size_t count);
+    pid_t init_pid;
     void (*egress_stop)(void *arg);
     void *egress_arg;
     bool egress_given;
@@ -90,7 +91,7 @@ static void handle_message(pdk_supervisor *sup, const pdk_msg *msg, int *fds, si
             pdk_egress_socket socks[PDK_EGRESS_MAX_SOCKETS];
             if (pdk_egress_parse(msg->text, fds, nfds, socks)) {
                 sup->egress_given = true;
-                sup->egress_sockets(sup->egress_arg, sup->base, socks, nfds);
+                sup->egress_sockets(sup->egress_arg, sup->base, sup->init_pid, socks, nfds);
                 for (size_t i = 0; i < nfds; i++)
                     fds[i] = -1; /* the handler's now */
             } else {
@@ -197,7 +198,7 @@ void pdk_supervisor_set_exec_handler(pdk_supervisor *sup, const pdk_exec_handler
 }
 
 void pdk_supervisor_set_egress(pdk_supervisor *sup,
-                               void (*sockets)(void *arg, struct event_base *base,
+                               void (*sockets)(void *arg, struct event_base *base, pid_t init_pid,
                                                const pdk_egress_socket *socks, size_t count),
                                void (*stop)(void *arg), void *arg)
 {
@@ -258,7 +259,7 @@ int pdk_supervisor_run(pdk_supervisor *sup, pid_t init_pid, int init_pidfd, int 
                        int64_t timeout_seconds, bool tty, pdk_supervisor_outcome *out,
                        pdk_error *err)
 {
-    (void)init_pid;
+    sup->init_pid = init_pid;
     sup->init_pidfd = init_pidfd;
     sup->sync_fd = sync_fd;
     sup->tty = tty;

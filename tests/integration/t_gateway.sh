@@ -228,6 +228,8 @@ print(n)' "$@"
 expect_ne "audit: allowed requests (net.request allow)" 0 "$(count net.request decision allow)"
 expect_ne "audit: denied requests (net.request deny)" 0 "$(count net.request decision deny)"
 expect_ne "audit: responses with their status" 0 "$(count net.response status 200)"
+expect_ne "audit: the process behind a request (curl)" 0 "$(count net.request comm curl)"
+expect_ne "... (python3)" 0 "$(count net.request comm python3)"
 expect_eq "audit: the captured DELETE is there, denied" 1 \
     "$(printf '%s\n' "$events" | grep -c '"method":"DELETE".*"via":"capture"' )"
 expect_ne "audit: blocked DNS queries" 0 "$(count dns.blocked name evil.test)"
