@@ -1995,6 +1995,9 @@ void pdk_gateway_serve(void *gateway, struct event_base *base, pid_t init_pid,
     for (size_t i = 0; i < count; i++) {
         const pdk_egress_socket *s = &socks[i];
         if (s->kind == PDK_EGRESS_DIAG) {
+            /* the kernel answers at once; never wait long on the loop if it does not */
+            struct timeval limit = {0, 100 * 1000};
+            (void)setsockopt(s->fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof(limit));
             g->diag_fd = s->fd;
             g->owners = xcalloc(OWNERS, sizeof(*g->owners));
             continue;
