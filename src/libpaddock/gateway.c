@@ -15,147 +15,11 @@
  */
 #include "gateway.h"
 
-#include "approvals.h"
-#include "dns_stub.h"
-#include "http_message.h"
-#include "log.h"
-#include "net_address.h"
-#include "net_rules.h"
-#include "tls_ca.h"
-#include "tls_sni.h"
-#include "util.h"
-
-#include <arpa/inet.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <event2/buffer.h>
-#include <event2/bufferevent.h>
-#include <event2/bufferevent_ssl.h>
-#include <event2/dns.h>
-#include <event2/listener.h>
-#include <event2/util.h>
-#include <dirent.h>
-#include <jansson.h>
-#include <linux/inet_diag.h>
-#include <linux/netlink.h>
-#include <linux/sock_diag.h>
-#include <netinet/in.h>
-#include <openssl/err.h>
-#include <openssl/ssl.h>
-#include <openssl/x509v3.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/resource.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
-#define TUNNEL_HIGH_WATER (4u << 20) /* bytes queued toward one side before reading pauses */
-#define TUNNEL_LOW_WATER  (1u << 20)
-#define MAX_SINGLE_READ   (256 * 1024)
-#define DNS_TCP_IDLE_SEC  10
-
-typedef enum conn_kind { CONN_PROXY, CONN_CAPTURE, CONN_DNS_TCP } conn_kind;
-typedef enum conn_state {
-    ST_HEAD,
-    ST_ASKING, /* held until a human answers (or the timeout) */
-    ST_RESOLVING,
-    ST_CONNECTING,
-    ST_FORWARD,
-    ST_TUNNEL,
-    ST_CLOSING,
-} conn_state;
-
-typedef struct gw_conn gw_conn;
-typedef struct splice_dir splice_dir;
-static void splice_free(splice_dir *d);
-
-struct pdk_gateway {
-    struct event_base *base;
-    const pdk_policy *policy;
-    const pdk_net_rules *rules;
-    pdk_audit_spool *spool;
-    char *session;
-    struct evdns_base *dns;
-    pdk_dns_table *names;
-    struct evconnlistener *listeners[PDK_EGRESS_MAX_SOCKETS];
-    size_t nlisteners;
-    int dns_udp_fd;
-    struct event *dns_udp_ev;
-    gw_conn *conns;
-    uint64_t next_conn_id;
-    pdk_gateway_stats stats;
-    /* the process behind a connection */
-    pid_t init_pid;
-    int diag_fd;
-    uint32_t diag_seq;
-    uint64_t scanned_ns;
-    struct sock_owner *owners; /* inode -> process, from the last scan */
-    /* approvals */
-    char *state_dir;
-    bool session_named;
-    pdk_store *store;        /* opened at the first ask */
-    struct event *ask_timer; /* polls the answers while a request waits */
-    size_t asking;
-    /* TLS interception */
-    pdk_tls_ca *ca;
-    SSL_CTX *server_ctx; /* toward the sandbox: leaves minted by the CA */
-    SSL_CTX *client_ctx; /* toward upstreams: the host's roots plus upstream_ca */
-};
-
-struct gw_conn {
-    pdk_gateway *g;
-    gw_conn *prev, *next;
-    uint64_t id;
-    conn_kind kind;
-    conn_state state;
-    struct bufferevent *client, *upstream;
-    pdk_http_parser *requests, *responses;
-    /* A captured connection's destination (the name the fake address stands for), or an
-     * intercepted CONNECT's: the connection is pinned to it. */
-    char *captured_host;
-    uint16_t captured_port;
-    bool tls_client;      /* the client side is intercepted TLS; upstreams are TLS too */
-    bool sni_check;       /* a passthrough tunnel: the ClientHello must name the host */
-    char approval_id[17]; /* ST_ASKING */
-    bool owner_looked;
-    pid_t pid; /* the process whose socket this is, 0: unknown */
-    char comm[16];
-    uint64_t ask_deadline_ns;
-    bool free_scheduled;
-    /* A plain tunnel moves its bytes with splice(2), socket to pipe to socket: they never
-     * enter the gateway's memory. [0] toward the upstream, [1] toward the client. */
-    splice_dir *splice[2];
-    /* The current request (or CONNECT). */
-    pdk_http_head *req;
-    char *host; /* canonical: lower case, an IP literal in its canonical form */
-    uint16_t port;
-    char *path;
-    pdk_net_verdict verdict;
-    uint64_t seq; /* requests on this connection */
-    uint64_t t0_ns;
-    uint64_t up_bytes, down_bytes;
-    int status;
-    bool request_done, response_done;
-    /* The upstream connection, kept for the next request to the same host:port. */
-    char *up_host;
-    uint16_t up_port;
-    struct evdns_getaddrinfo_request *resolving;
-    bool client_eof, upstream_eof;
-    /* DNS over TCP */
-    bool dns_tcp;
-};
-
-/* Whether the connection's destination is fixed (captured, or an intercepted CONNECT):
- * its requests are origin-form, and their Host must name it. */
-static bool pinned(const gw_conn *c)
-{
-    return c->kind == CONN_CAPTURE || c->tls_client;
-}
+#include "gateway_internal.h"
 
 /* ---- events ---- */
 
-static void audit(pdk_gateway *g, const char *kind, json_t *o)
+void pdk__gw_audit(pdk_gateway *g, const char *kind, json_t *o)
 {
     if (!g->spool) {
         json_decref(o);
@@ -167,7 +31,7 @@ static void audit(pdk_gateway *g, const char *kind, json_t *o)
 }
 
 /* An event that must be on record before what it describes happens (fail closed). */
-static bool audit_required(pdk_gateway *g, const char *kind, json_t *o, pdk_error *err)
+bool pdk__gw_audit_required(pdk_gateway *g, const char *kind, json_t *o, pdk_error *err)
 {
     if (!g->spool) {
         json_decref(o);
@@ -178,7 +42,7 @@ static bool audit_required(pdk_gateway *g, const char *kind, json_t *o, pdk_erro
 
 /* ---- connections ---- */
 
-static void conn_free(gw_conn *c)
+void pdk__gw_conn_free(gw_conn *c)
 {
     pdk_gateway *g = c->g;
     pdk_debug("gateway: connection %llu ends (state %d)", (unsigned long long)c->id, (int)c->state);
@@ -189,8 +53,8 @@ static void conn_free(gw_conn *c)
     }
     if (c->resolving)
         evdns_getaddrinfo_cancel(c->resolving);
-    splice_free(c->splice[0]);
-    splice_free(c->splice[1]);
+    pdk__gw_splice_free(c->splice[0]);
+    pdk__gw_splice_free(c->splice[1]);
     if (c->client)
         bufferevent_free(c->client);
     if (c->upstream)
@@ -211,7 +75,7 @@ static void conn_free(gw_conn *c)
     free(c);
 }
 
-static gw_conn *conn_new(pdk_gateway *g, conn_kind kind, evutil_socket_t fd)
+gw_conn *pdk__gw_conn_new(pdk_gateway *g, conn_kind kind, evutil_socket_t fd)
 {
     gw_conn *c = xcalloc(1, sizeof(*c));
     c->g = g;
@@ -234,7 +98,7 @@ static gw_conn *conn_new(pdk_gateway *g, conn_kind kind, evutil_socket_t fd)
 
 static void free_later(evutil_socket_t fd, short what, void *arg)
 {
-    conn_free(arg);
+    pdk__gw_conn_free(arg);
 }
 
 /* An intercepted connection's last bytes sit in the TLS layer's socket buffer after the
@@ -259,7 +123,7 @@ static void on_closing_written(struct bufferevent *bev, void *arg)
         evbuffer_add_cb(bufferevent_get_output(under), underlying_drained, c);
         return;
     }
-    conn_free(c);
+    pdk__gw_conn_free(c);
 }
 
 static void on_closing_event(struct bufferevent *bev, short what, void *arg)
@@ -267,7 +131,7 @@ static void on_closing_event(struct bufferevent *bev, short what, void *arg)
     gw_conn *c = arg;
     if (!(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT)) || c->free_scheduled)
         return;
-    conn_free(c);
+    pdk__gw_conn_free(c);
 }
 
 /* Flush what is queued for the client, then end the connection (10 s at most). */
@@ -309,164 +173,12 @@ static void reply(gw_conn *c, int status, const char *status_text, const char *d
 
 /* ---- the process behind a connection ---- */
 
-#define OWNERS     4096 /* slots of the inode -> process table (a power of two) */
-#define SCAN_MAX   512  /* processes looked at in one scan */
-#define SCAN_EVERY (20 * 1000000ULL)
-
-struct sock_owner {
-    unsigned long inode;
-    pid_t pid;
-    char comm[16];
-};
-
-/* The inode of the sandbox's socket at the other end of connection fd (sock_diag in the
- * sandbox's netns), or 0. */
-static unsigned long peer_inode(pdk_gateway *g, int fd)
-{
-    struct sockaddr_in local, peer;
-    socklen_t ll = sizeof(local), pl = sizeof(peer);
-    if (g->diag_fd < 0 || getsockname(fd, (struct sockaddr *)&local, &ll) < 0 ||
-        getpeername(fd, (struct sockaddr *)&peer, &pl) < 0 || local.sin_family != AF_INET ||
-        peer.sin_family != AF_INET)
-        return 0;
-    struct {
-        struct nlmsghdr nh;
-        struct inet_diag_req_v2 r;
-    } req;
-    memset(&req, 0, sizeof(req));
-    req.nh.nlmsg_len = sizeof(req);
-    req.nh.nlmsg_type = SOCK_DIAG_BY_FAMILY;
-    req.nh.nlmsg_flags = NLM_F_REQUEST;
-    req.nh.nlmsg_seq = ++g->diag_seq;
-    req.r.sdiag_family = AF_INET;
-    req.r.sdiag_protocol = IPPROTO_TCP;
-    req.r.idiag_states = ~0U;
-    req.r.id.idiag_sport = peer.sin_port; /* the sandbox's socket: from its port to ours */
-    req.r.id.idiag_dport = local.sin_port;
-    req.r.id.idiag_src[0] = peer.sin_addr.s_addr;
-    req.r.id.idiag_dst[0] = local.sin_addr.s_addr;
-    req.r.id.idiag_cookie[0] = req.r.id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
-    if (send(g->diag_fd, &req, sizeof(req), 0) < 0)
-        return 0;
-    char buf[1024];
-    ssize_t n = recv(g->diag_fd, buf, sizeof(buf), 0);
-    struct nlmsghdr *h = (struct nlmsghdr *)buf;
-    if (n <= 0 || !NLMSG_OK(h, (size_t)n) || h->nlmsg_type != SOCK_DIAG_BY_FAMILY ||
-        h->nlmsg_len < NLMSG_LENGTH(sizeof(struct inet_diag_msg)))
-        return 0;
-    return ((struct inet_diag_msg *)NLMSG_DATA(h))->idiag_inode;
-}
-
-static struct sock_owner *owner_slot(struct sock_owner *t, unsigned long inode)
-{
-    size_t i = (size_t)(inode * 2654435761u) & (OWNERS - 1);
-    for (size_t k = 0; k < OWNERS; k++, i = (i + 1) & (OWNERS - 1))
-        if (t[i].inode == inode || t[i].inode == 0)
-            return &t[i];
-    return NULL;
-}
-
-/* Every socket of the sandbox's processes (init's descendants), into the table. */
-static void scan_owners(pdk_gateway *g)
-{
-    memset(g->owners, 0, OWNERS * sizeof(*g->owners));
-    pid_t queue[SCAN_MAX];
-    size_t head = 0, tail = 0;
-    queue[tail++] = g->init_pid;
-    while (head < tail) {
-        pid_t pid = queue[head++];
-        char path[64], comm[16] = "";
-        snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
-        int cf = open(path, O_RDONLY | O_CLOEXEC);
-        if (cf >= 0) {
-            ssize_t r = read(cf, comm, sizeof(comm) - 1);
-            comm[r > 0 ? r : 0] = '\0';
-            char *nl = strchr(comm, '\n');
-            if (nl)
-                *nl = '\0';
-            close(cf);
-        }
-        snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
-        DIR *d = opendir(path);
-        for (struct dirent *e; d && (e = readdir(d));) {
-            char link[300], target[64];
-            if (e->d_name[0] == '.')
-                continue;
-            snprintf(link, sizeof(link), "/proc/%d/fd/%s", (int)pid, e->d_name);
-            ssize_t len = readlink(link, target, sizeof(target) - 1);
-            unsigned long inode;
-            if (len <= 0)
-                continue;
-            target[len] = '\0';
-            if (sscanf(target, "socket:[%lu]", &inode) != 1)
-                continue;
-            struct sock_owner *o = owner_slot(g->owners, inode);
-            if (o && o->inode == 0) {
-                *o = (struct sock_owner){.inode = inode, .pid = pid};
-                snprintf(o->comm, sizeof(o->comm), "%s", comm);
-            }
-        }
-        if (d)
-            closedir(d);
-        /* children of every thread */
-        snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
-        DIR *tasks = opendir(path);
-        for (struct dirent *t; tasks && (t = readdir(tasks));) {
-            if (t->d_name[0] == '.')
-                continue;
-            char cpath[320], kids[4096];
-            snprintf(cpath, sizeof(cpath), "/proc/%d/task/%s/children", (int)pid, t->d_name);
-            int kf = open(cpath, O_RDONLY | O_CLOEXEC);
-            if (kf < 0)
-                continue;
-            ssize_t r = read(kf, kids, sizeof(kids) - 1);
-            close(kf);
-            kids[r > 0 ? r : 0] = '\0';
-            for (char *p = kids, *end; *p && tail < SCAN_MAX; p = end) {
-                long k = strtol(p, &end, 10);
-                if (end == p)
-                    break;
-                if (k > 0)
-                    queue[tail++] = (pid_t)k;
-            }
-        }
-        if (tasks)
-            closedir(tasks);
-    }
-    g->scanned_ns = pdk_now_monotonic_ns();
-}
-
-/* Which process of the sandbox made the connection (once a connection; unknown when the
- * socket was made since the last scan and another scan is too recent). */
-static void conn_owner(gw_conn *c)
-{
-    pdk_gateway *g = c->g;
-    if (c->owner_looked)
-        return;
-    c->owner_looked = true;
-    if (!g->owners || g->init_pid <= 0)
-        return;
-    struct bufferevent *raw = bufferevent_get_underlying(c->client);
-    unsigned long inode = peer_inode(g, bufferevent_getfd(raw ? raw : c->client));
-    if (!inode)
-        return;
-    struct sock_owner *o = owner_slot(g->owners, inode);
-    if ((!o || o->inode != inode) && pdk_now_monotonic_ns() - g->scanned_ns >= SCAN_EVERY) {
-        scan_owners(g);
-        o = owner_slot(g->owners, inode);
-    }
-    if (o && o->inode == inode) {
-        c->pid = o->pid;
-        snprintf(c->comm, sizeof(c->comm), "%s", o->comm);
-    }
-}
-
-static json_t *request_event(gw_conn *c, const char *decided_by)
+json_t *pdk__gw_request_event(gw_conn *c, const char *decided_by)
 {
     json_t *o = json_pack("{s:I, s:I, s:s, s:s, s:i}", "conn", (json_int_t)c->id, "seq",
                           (json_int_t)c->seq, "via", c->kind == CONN_CAPTURE ? "capture" : "proxy",
                           "host", c->host ? c->host : "", "port", (int)c->port);
-    conn_owner(c);
+    pdk__gw_conn_owner(c);
     if (c->pid > 0) {
         json_object_set_new(o, "pid", json_integer(c->pid));
         json_object_set_new(o, "comm", json_string(c->comm));
@@ -487,21 +199,22 @@ static json_t *request_event(gw_conn *c, const char *decided_by)
 
 /* Refuse what the client asked for: 403 for an HTTP request, closing for a connection that
  * is not HTTP; recorded. */
-static void refuse(gw_conn *c, int status, const char *status_text, const char *reason)
+void pdk__gw_refuse(gw_conn *c, int status, const char *status_text, const char *reason)
 {
     pdk_gateway *g = c->g;
     g->stats.denied++;
     _cleanup_free_ char *how = pdk_policy_describe_net_rule(g->policy, c->verdict.rule);
-    json_t *ev = request_event(c, how);
+    json_t *ev = pdk__gw_request_event(c, how);
     json_object_set_new(ev, "status", json_integer(status));
     if (reason)
         json_object_set_new(ev, "refused", json_string(reason));
-    audit(g,
-          c->req && c->req->method && strcmp(c->req->method, "CONNECT") != 0 ? "net.request"
-                                                                             : "net.connect",
-          ev);
+    pdk__gw_audit(g,
+                  c->req && c->req->method && strcmp(c->req->method, "CONNECT") != 0
+                      ? "net.request"
+                      : "net.connect",
+                  ev);
     if (!c->req) { /* not HTTP (a captured TLS connection): nothing to answer with */
-        conn_free(c);
+        pdk__gw_conn_free(c);
         return;
     }
     json_t *body = json_pack("{s:s, s:s, s:s}", "error", "blocked", "reason",
@@ -515,16 +228,16 @@ static void refuse(gw_conn *c, int status, const char *status_text, const char *
 static void upstream_failed(gw_conn *c, const char *what)
 {
     c->g->stats.denied++;
-    json_t *ev = request_event(c, "");
+    json_t *ev = pdk__gw_request_event(c, "");
     json_object_set_new(ev, "status", json_integer(502));
     json_object_set_new(ev, "upstream_error", json_string(what));
-    audit(c->g, "net.upstream_error", ev);
+    pdk__gw_audit(c->g, "net.upstream_error", ev);
     if (c->state == ST_TUNNEL || (c->req && c->response_done == false && c->status != 0)) {
-        conn_free(c); /* already streaming: nothing sane to add */
+        pdk__gw_conn_free(c); /* already streaming: nothing sane to add */
         return;
     }
     if (!c->req) {
-        conn_free(c);
+        pdk__gw_conn_free(c);
         return;
     }
     json_t *body = json_pack("{s:s, s:s, s:s}", "error", "upstream", "reason", what, "host",
@@ -533,280 +246,6 @@ static void upstream_failed(gw_conn *c, const char *what)
 }
 
 /* ---- tunnels ---- */
-
-#define SPLICE_PIPE_SIZE (1 << 20)
-#define SPLICE_ROUNDS    16 /* pipe-fulls a callback moves before it lets others run */
-
-struct splice_dir {
-    gw_conn *c;
-    int from, to;
-    int pipe_r, pipe_w;
-    size_t in_pipe;
-    bool eof, shut;
-    struct event *read_ev, *write_ev;
-    uint64_t *count;
-};
-
-static void tunnel_finish(gw_conn *c);
-
-static void splice_free(splice_dir *d)
-{
-    if (!d)
-        return;
-    if (d->read_ev)
-        event_free(d->read_ev);
-    if (d->write_ev)
-        event_free(d->write_ev);
-    if (d->pipe_r >= 0)
-        close(d->pipe_r);
-    if (d->pipe_w >= 0)
-        close(d->pipe_w);
-    free(d);
-}
-
-/* Move what can be moved one way; false when the tunnel is over (an error). */
-static bool splice_pump(splice_dir *d)
-{
-    for (int round = 0; round < SPLICE_ROUNDS; round++) {
-        while (d->in_pipe > 0) {
-            ssize_t n =
-                splice(d->pipe_r, NULL, d->to, NULL, d->in_pipe, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-            if (n > 0) {
-                d->in_pipe -= (size_t)n;
-                *d->count += (uint64_t)n;
-                continue;
-            }
-            if (n < 0 && errno == EINTR)
-                continue;
-            if (n < 0 && errno == EAGAIN) { /* the receiver is slower: wait for it */
-                event_del(d->read_ev);
-                event_add(d->write_ev, NULL);
-                return true;
-            }
-            return false;
-        }
-        event_del(d->write_ev);
-        if (d->eof) {
-            if (!d->shut) {
-                shutdown(d->to, SHUT_WR);
-                d->shut = true;
-            }
-            event_del(d->read_ev);
-            return true;
-        }
-        ssize_t n = splice(d->from, NULL, d->pipe_w, NULL, SPLICE_PIPE_SIZE,
-                           SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-        if (n > 0) {
-            d->in_pipe += (size_t)n;
-            continue;
-        }
-        if (n == 0) {
-            d->eof = true;
-            continue;
-        }
-        if (errno == EINTR)
-            continue;
-        if (errno == EAGAIN) {
-            event_add(d->read_ev, NULL);
-            return true;
-        }
-        return false;
-    }
-    event_add(d->read_ev, NULL); /* more to come: after the others had their turn */
-    return true;
-}
-
-static void on_splice(evutil_socket_t fd, short what, void *arg)
-{
-    splice_dir *d = arg;
-    gw_conn *c = d->c;
-    if (!splice_pump(d) || (c->splice[0]->shut && c->splice[1]->shut))
-        tunnel_finish(c);
-}
-
-static splice_dir *splice_new(gw_conn *c, int from, int to, uint64_t *count)
-{
-    int p[2];
-    if (pipe2(p, O_NONBLOCK | O_CLOEXEC) < 0)
-        return NULL;
-    (void)fcntl(p[1], F_SETPIPE_SZ, SPLICE_PIPE_SIZE);
-    splice_dir *d = xcalloc(1, sizeof(*d));
-    *d = (splice_dir){
-        .c = c, .from = from, .to = to, .pipe_r = p[0], .pipe_w = p[1], .count = count};
-    d->read_ev = event_new(c->g->base, from, EV_READ | EV_PERSIST, on_splice, d);
-    d->write_ev = event_new(c->g->base, to, EV_WRITE | EV_PERSIST, on_splice, d);
-    if (!d->read_ev || !d->write_ev) {
-        splice_free(d);
-        return NULL;
-    }
-    return d;
-}
-
-/* Once nothing is left in the bufferevents' buffers, a plain tunnel goes on with splice. */
-static void maybe_splice(gw_conn *c)
-{
-    if (c->tls_client || c->sni_check || c->splice[0] || c->client_eof || c->upstream_eof ||
-        !c->upstream)
-        return;
-    if (evbuffer_get_length(bufferevent_get_input(c->client)) ||
-        evbuffer_get_length(bufferevent_get_output(c->client)) ||
-        evbuffer_get_length(bufferevent_get_input(c->upstream)) ||
-        evbuffer_get_length(bufferevent_get_output(c->upstream)))
-        return;
-    int cfd = bufferevent_getfd(c->client), ufd = bufferevent_getfd(c->upstream);
-    splice_dir *up = splice_new(c, cfd, ufd, &c->up_bytes);
-    splice_dir *down = up ? splice_new(c, ufd, cfd, &c->down_bytes) : NULL;
-    if (!down) {
-        splice_free(up);
-        return; /* the bufferevents go on */
-    }
-    bufferevent_disable(c->client, EV_READ | EV_WRITE);
-    bufferevent_disable(c->upstream, EV_READ | EV_WRITE);
-    c->splice[0] = up;
-    c->splice[1] = down;
-    event_add(up->read_ev, NULL);
-    event_add(down->read_ev, NULL);
-}
-
-static void tunnel_pump(struct bufferevent *from, struct bufferevent *to, uint64_t *count)
-{
-    struct evbuffer *in = bufferevent_get_input(from);
-    size_t n = evbuffer_get_length(in);
-    *count += n;
-    evbuffer_add_buffer(bufferevent_get_output(to), in);
-    if (evbuffer_get_length(bufferevent_get_output(to)) >= TUNNEL_HIGH_WATER)
-        bufferevent_disable(from, EV_READ);
-}
-
-static void tunnel_finish(gw_conn *c)
-{
-    json_t *ev = request_event(c, "");
-    json_object_set_new(ev, "bytes_up", json_integer((json_int_t)c->up_bytes));
-    json_object_set_new(ev, "bytes_down", json_integer((json_int_t)c->down_bytes));
-    json_object_set_new(ev, "duration_ms",
-                        json_real((double)(pdk_now_monotonic_ns() - c->t0_ns) / 1e6));
-    audit(c->g, "net.tunnel_closed", ev);
-    conn_free(c);
-}
-
-/* One side has ended: pass the end on once what it sent is delivered. */
-static void tunnel_half_close(gw_conn *c)
-{
-    /* (TLS has no half close: an intercepted tunnel ends when both sides have.) */
-    if (!c->tls_client && c->client_eof && c->upstream &&
-        evbuffer_get_length(bufferevent_get_output(c->upstream)) == 0)
-        shutdown(bufferevent_getfd(c->upstream), SHUT_WR);
-    if (!c->tls_client && c->upstream_eof &&
-        evbuffer_get_length(bufferevent_get_output(c->client)) == 0)
-        shutdown(bufferevent_getfd(c->client), SHUT_WR);
-    bool client_flushed = evbuffer_get_length(bufferevent_get_output(c->client)) == 0;
-    bool upstream_flushed =
-        !c->upstream || evbuffer_get_length(bufferevent_get_output(c->upstream)) == 0;
-    if (c->client_eof && c->upstream_eof && client_flushed && upstream_flushed)
-        tunnel_finish(c);
-}
-
-/* A passthrough tunnel's first bytes: a ClientHello for the host it was allowed for, else
- * it ends (a CONNECT to an allowed host carrying TLS for another is domain fronting).
- * False when the connection is gone. */
-static bool check_passthrough_sni(gw_conn *c)
-{
-    struct evbuffer *in = bufferevent_get_input(c->client);
-    size_t n = evbuffer_get_length(in);
-    const uint8_t *p = n ? evbuffer_pullup(in, (ev_ssize_t)n) : NULL;
-    char name[PDK_TLS_SNI_MAX + 1];
-    pdk_tls_sni_result r = n > PDK_TLS_HELLO_MAX + 4096
-                               ? PDK_TLS_SNI_INVALID
-                               : pdk_tls_client_hello_sni(p, n, name, sizeof(name));
-    if (r == PDK_TLS_SNI_NEED_MORE)
-        return true;
-    pdk_ip ip;
-    bool literal = pdk_ip_parse_host(c->host, &ip) == PDK_HOST_ADDRESS;
-    char norm[PDK_DNS_NAME_MAX + 1];
-    const char *why = NULL;
-    if (r == PDK_TLS_SNI_INVALID)
-        why = "a passthrough tunnel carries TLS, and this is not a ClientHello";
-    else if (r == PDK_TLS_SNI_ABSENT && !literal)
-        why = "the ClientHello names no server, and the host is a name";
-    else if (r == PDK_TLS_SNI_FOUND &&
-             strcmp(pdk_dns_normalize_name(name, norm) ? norm : name, c->host) != 0)
-        why = "the TLS server name is not the host the tunnel was allowed for";
-    if (!why) {
-        c->sni_check = false;
-        return true;
-    }
-    json_t *ev = request_event(c, "");
-    json_object_set_new(ev, "sni", json_string(r == PDK_TLS_SNI_FOUND ? name : ""));
-    json_object_set_new(ev, "refused", json_string(why));
-    audit(c->g, "net.connect", ev);
-    c->g->stats.denied++;
-    conn_free(c);
-    return false;
-}
-
-static void tunnel_read(struct bufferevent *bev, void *arg)
-{
-    gw_conn *c = arg;
-    if (bev == c->client && c->sni_check && !check_passthrough_sni(c))
-        return;
-    if (bev == c->client && c->sni_check)
-        return; /* the rest of the ClientHello first */
-    if (bev == c->client)
-        tunnel_pump(c->client, c->upstream, &c->up_bytes);
-    else
-        tunnel_pump(c->upstream, c->client, &c->down_bytes);
-}
-
-static void tunnel_write(struct bufferevent *bev, void *arg)
-{
-    gw_conn *c = arg;
-    /* Drained below the low-water mark: the other side may read again. */
-    struct bufferevent *other = bev == c->client ? c->upstream : c->client;
-    bool other_eof = bev == c->client ? c->upstream_eof : c->client_eof;
-    if (!other_eof)
-        bufferevent_enable(other, EV_READ);
-    tunnel_half_close(c);
-    maybe_splice(c);
-}
-
-static void tunnel_event(struct bufferevent *bev, short what, void *arg)
-{
-    gw_conn *c = arg;
-    if (what & BEV_EVENT_ERROR) {
-        tunnel_finish(c);
-        return;
-    }
-    if (what & BEV_EVENT_EOF) {
-        if (bev == c->client)
-            c->client_eof = true;
-        else
-            c->upstream_eof = true;
-        tunnel_read(bev, c); /* what came before the end */
-        bufferevent_disable(bev, EV_READ);
-        tunnel_half_close(c);
-    }
-}
-
-static void start_tunnel(gw_conn *c)
-{
-    c->state = ST_TUNNEL;
-    bufferevent_setcb(c->client, tunnel_read, tunnel_write, tunnel_event, c);
-    bufferevent_setcb(c->upstream, tunnel_read, tunnel_write, tunnel_event, c);
-    bufferevent_setwatermark(c->client, EV_WRITE, TUNNEL_LOW_WATER, 0);
-    bufferevent_setwatermark(c->upstream, EV_WRITE, TUNNEL_LOW_WATER, 0);
-    bufferevent_enable(c->client, EV_READ | EV_WRITE);
-    bufferevent_enable(c->upstream, EV_READ | EV_WRITE);
-    /* Bytes the client sent along with its head (pipelined after CONNECT). */
-    if (evbuffer_get_length(bufferevent_get_input(c->client)) > 0) {
-        if (c->sni_check && !check_passthrough_sni(c))
-            return;
-        if (!c->sni_check)
-            tunnel_pump(c->client, c->upstream, &c->up_bytes);
-    }
-    if (evbuffer_get_length(bufferevent_get_input(c->upstream)) > 0)
-        tunnel_pump(c->upstream, c->client, &c->down_bytes);
-    maybe_splice(c);
-}
 
 /* ---- upstream connections ---- */
 
@@ -845,11 +284,11 @@ static void upstream_event(struct bufferevent *bev, short what, void *arg)
             if (e == PDK_HTTP_MESSAGE_COMPLETE) {
                 /* an until-close body ended: so does the client connection */
                 c->response_done = true;
-                json_t *ev = request_event(c, "");
+                json_t *ev = pdk__gw_request_event(c, "");
                 json_object_set_new(ev, "status", json_integer(c->status));
                 json_object_set_new(ev, "bytes_up", json_integer((json_int_t)c->up_bytes));
                 json_object_set_new(ev, "bytes_down", json_integer((json_int_t)c->down_bytes));
-                audit(c->g, "net.response", ev);
+                pdk__gw_audit(c->g, "net.response", ev);
                 conn_close_after_flush(c);
                 return;
             }
@@ -960,7 +399,7 @@ static void on_resolved(int result, struct evutil_addrinfo *res, void *arg)
         }
     }
     evutil_freeaddrinfo(res);
-    refuse(c, 403, "Forbidden", why[0] ? why : "no address to connect to");
+    pdk__gw_refuse(c, 403, "Forbidden", why[0] ? why : "no address to connect to");
 }
 
 /* Connect to the request's host:port (or what `resolve` says instead), checking every
@@ -988,7 +427,7 @@ static void connect_upstream(gw_conn *c)
         socklen_t len = pdk_ip_to_sockaddr(&ip, port, &ss);
         char why[512];
         if (!address_allowed(c, (struct sockaddr *)&ss, len, ov != NULL, why, sizeof(why))) {
-            refuse(c, 403, "Forbidden", why);
+            pdk__gw_refuse(c, 403, "Forbidden", why);
             return;
         }
         connect_to(c, (struct sockaddr *)&ss, len);
@@ -1027,7 +466,7 @@ static int check_sni(SSL *ssl, int *alert, void *arg)
     json_t *ev =
         json_pack("{s:I, s:s, s:s, s:s}", "conn", (json_int_t)c->id, "host", c->captured_host,
                   "sni", n, "refused", "the TLS server name is not the host of the connection");
-    audit(c->g, "net.connect", ev);
+    pdk__gw_audit(c->g, "net.connect", ev);
     *alert = SSL_AD_UNRECOGNIZED_NAME;
     return SSL_TLSEXT_ERR_ALERT_FATAL;
 }
@@ -1059,13 +498,13 @@ static void intercept(gw_conn *c, const char *host, uint16_t port)
     pdk_error err = {0};
     if (!g->server_ctx || pdk_tls_ca_leaf(g->ca, host, &cert, &key, &err) < 0) {
         pdk_warn("gateway: %s", g->server_ctx ? err.message : "no TLS interception");
-        conn_free(c);
+        pdk__gw_conn_free(c);
         return;
     }
     SSL *ssl = SSL_new(g->server_ctx);
     if (!ssl || SSL_use_certificate(ssl, cert) != 1 || SSL_use_PrivateKey(ssl, key) != 1) {
         SSL_free(ssl);
-        conn_free(c);
+        pdk__gw_conn_free(c);
         return;
     }
     if (host != c->captured_host) {
@@ -1078,7 +517,7 @@ static void intercept(gw_conn *c, const char *host, uint16_t port)
         g->base, c->client, ssl, BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
     if (!tls) {
         SSL_free(ssl);
-        conn_free(c);
+        pdk__gw_conn_free(c);
         return;
     }
     bufferevent_openssl_set_allow_dirty_shutdown(tls, 1);
@@ -1116,8 +555,6 @@ static char *tls_failure(gw_conn *c, struct bufferevent *bev)
 /* ---- requests ---- */
 
 static void start_request(gw_conn *c);
-static void proceed(gw_conn *c, const char *how);
-static void ask(gw_conn *c, const char *how);
 
 /* The client's next request, if one is already buffered (pipelining), else wait. */
 static void next_request(gw_conn *c)
@@ -1139,13 +576,13 @@ static void request_complete(gw_conn *c)
 {
     if (!c->request_done || !c->response_done)
         return;
-    json_t *ev = request_event(c, "");
+    json_t *ev = pdk__gw_request_event(c, "");
     json_object_set_new(ev, "status", json_integer(c->status));
     json_object_set_new(ev, "bytes_up", json_integer((json_int_t)c->up_bytes));
     json_object_set_new(ev, "bytes_down", json_integer((json_int_t)c->down_bytes));
     json_object_set_new(ev, "duration_ms",
                         json_real((double)(pdk_now_monotonic_ns() - c->t0_ns) / 1e6));
-    audit(c->g, "net.response", ev);
+    pdk__gw_audit(c->g, "net.response", ev);
     pdk_http_head *resp = pdk_http_parser_head(c->responses);
     bool keep = c->req->keep_alive && resp && resp->keep_alive && !c->upstream_eof;
     /* An upgrade the upstream did not take (no 101): the connection stays HTTP. */
@@ -1180,7 +617,7 @@ static void forward_request_body(gw_conn *c)
         } else if (e == PDK_HTTP_MESSAGE_COMPLETE) {
             c->request_done = true;
         } else if (e == PDK_HTTP_ERROR) {
-            conn_free(c); /* a broken body cannot be answered cleanly any more */
+            pdk__gw_conn_free(c); /* a broken body cannot be answered cleanly any more */
             return;
         }
         evbuffer_drain(in, r.consumed);
@@ -1225,12 +662,12 @@ static void forward_response(gw_conn *c)
                 evbuffer_drain(in, r.consumed);
                 c->response_done = true;
                 if (h->upgrade) { /* 101: the protocol changes, bytes flow unread */
-                    json_t *ev = request_event(c, "");
+                    json_t *ev = pdk__gw_request_event(c, "");
                     json_object_set_new(ev, "status", json_integer(h->status));
                     json_object_set_new(
                         ev, "upgrade", json_string(h->upgrade_protocol ? h->upgrade_protocol : ""));
-                    audit(c->g, "net.response", ev);
-                    start_tunnel(c);
+                    pdk__gw_audit(c->g, "net.response", ev);
+                    pdk__gw_start_tunnel(c);
                     return;
                 }
                 break;
@@ -1241,7 +678,7 @@ static void forward_response(gw_conn *c)
             if (c->status == 0)
                 upstream_failed(c, what);
             else
-                conn_free(c);
+                pdk__gw_conn_free(c);
             return;
         }
         evbuffer_drain(in, r.consumed);
@@ -1301,7 +738,7 @@ static void client_event(struct bufferevent *bev, short what, void *arg)
             c->client_eof = true; /* a half-closed client still gets its response */
             return;
         }
-        conn_free(c);
+        pdk__gw_conn_free(c);
     }
 }
 
@@ -1314,14 +751,14 @@ static void on_upstream_ready(gw_conn *c)
     }
     if (!c->req) { /* a captured TLS connection to a passthrough host */
         c->sni_check = true;
-        start_tunnel(c);
+        pdk__gw_start_tunnel(c);
         return;
     }
     if (c->req->method_id == HTTP_CONNECT) { /* to a passthrough host */
         evbuffer_add_printf(bufferevent_get_output(c->client),
                             "HTTP/1.1 200 Connection established\r\n\r\n");
         c->sni_check = true;
-        start_tunnel(c);
+        pdk__gw_start_tunnel(c);
         return;
     }
     c->state = ST_FORWARD;
@@ -1352,21 +789,21 @@ static void start_request(gw_conn *c)
     c->t0_ns = pdk_now_monotonic_ns();
     c->up_bytes = c->down_bytes = 0;
     bool connect = h->method_id == HTTP_CONNECT;
-    if (!pinned(c) && !connect && h->target_form != PDK_HTTP_TARGET_ABSOLUTE) {
+    if (!pdk__gw_pinned(c) && !connect && h->target_form != PDK_HTTP_TARGET_ABSOLUTE) {
         free(c->host);
         c->host = xstrdup(h->host ? h->host : "");
         c->verdict = (pdk_net_verdict){PDK_DECISION_DENY, PDK_NET_DECIDED, -1, ""};
-        refuse(c, 400, "Bad Request",
-               "the proxy takes CONNECT and absolute-form requests (GET http://host/path)");
+        pdk__gw_refuse(c, 400, "Bad Request",
+                       "the proxy takes CONNECT and absolute-form requests (GET http://host/path)");
         return;
     }
-    if (pinned(c) && connect) {
+    if (pdk__gw_pinned(c) && connect) {
         c->verdict = (pdk_net_verdict){PDK_DECISION_DENY, PDK_NET_DECIDED, -1, ""};
-        refuse(c, 400, "Bad Request", "CONNECT is for the proxy (127.0.0.1:3128), once");
+        pdk__gw_refuse(c, 400, "Bad Request", "CONNECT is for the proxy (127.0.0.1:3128), once");
         return;
     }
     /* The host: an IP literal in any notation is judged in its canonical form. */
-    const char *raw = pinned(c) ? c->captured_host : h->host;
+    const char *raw = pdk__gw_pinned(c) ? c->captured_host : h->host;
     pdk_ip ip;
     pdk_host_kind hk = pdk_ip_parse_host(raw ? raw : "", &ip);
     free(c->host);
@@ -1378,21 +815,21 @@ static void start_request(gw_conn *c)
         char name[PDK_DNS_NAME_MAX + 1];
         c->host = xstrdup(pdk_dns_normalize_name(raw ? raw : "", name) ? name : (raw ? raw : ""));
     }
-    c->port = pinned(c) ? c->captured_port : h->port;
+    c->port = pdk__gw_pinned(c) ? c->captured_port : h->port;
     if (hk == PDK_HOST_INVALID) {
         c->verdict = (pdk_net_verdict){PDK_DECISION_DENY, PDK_NET_DECIDED, -1, ""};
-        refuse(c, 400, "Bad Request", "the host is not a valid name or address");
+        pdk__gw_refuse(c, 400, "Bad Request", "the host is not a valid name or address");
         return;
     }
-    if (pinned(c) && h->host) {
+    if (pdk__gw_pinned(c) && h->host) {
         /* the connection's destination is the captured name: a Host naming another one is
          * domain fronting, or a confused client */
         char name[PDK_DNS_NAME_MAX + 1];
         const char *hh = pdk_dns_normalize_name(h->host, name) ? name : h->host;
         if (strcmp(hh, c->host) != 0) {
             c->verdict = (pdk_net_verdict){PDK_DECISION_DENY, PDK_NET_DECIDED, -1, ""};
-            refuse(c, 403, "Forbidden",
-                   "the Host field names another host than the connection's destination");
+            pdk__gw_refuse(c, 403, "Forbidden",
+                           "the Host field names another host than the connection's destination");
             return;
         }
     }
@@ -1403,7 +840,7 @@ static void start_request(gw_conn *c)
         c->path = pdk_net_path_normalize(h->path ? h->path : "/", NULL, &why);
         if (!c->path) {
             c->verdict = (pdk_net_verdict){PDK_DECISION_DENY, PDK_NET_DECIDED, -1, ""};
-            refuse(c, 400, "Bad Request", why);
+            pdk__gw_refuse(c, 400, "Bad Request", why);
             return;
         }
         nr.method = h->method;
@@ -1419,11 +856,11 @@ static void start_request(gw_conn *c)
             !(c->verdict.scope == PDK_NET_DECIDED && c->verdict.decision == PDK_DECISION_DENY)) {
             /* every request inside is read and judged: TLS interception */
             pdk_error e2 = {0};
-            json_t *ev = request_event(c, how);
+            json_t *ev = pdk__gw_request_event(c, how);
             json_object_set_new(ev, "intercepted", json_true());
-            if (!audit_required(g, "net.connect", ev, &e2)) {
+            if (!pdk__gw_audit_required(g, "net.connect", ev, &e2)) {
                 c->verdict.decision = PDK_DECISION_DENY;
-                refuse(c, 503, "Service Unavailable", e2.message);
+                pdk__gw_refuse(c, 503, "Service Unavailable", e2.message);
                 return;
             }
             evbuffer_add_printf(bufferevent_get_output(c->client),
@@ -1434,32 +871,34 @@ static void start_request(gw_conn *c)
         if (passthrough && c->verdict.scope == PDK_NET_PER_REQUEST) {
             /* a passthrough host is never read: the strictest its rules could say holds */
             c->verdict.decision = PDK_DECISION_DENY;
-            refuse(c, 403, "Forbidden",
-                   "a passthrough host's requests are not read, and its rules depend on the "
-                   "method or path (remove it from passthrough, or give it host-wide rules)");
+            pdk__gw_refuse(
+                c, 403, "Forbidden",
+                "a passthrough host's requests are not read, and its rules depend on the "
+                "method or path (remove it from passthrough, or give it host-wide rules)");
             return;
         }
     }
     if (c->verdict.decision == PDK_DECISION_DENY) {
-        refuse(c, 403, "Forbidden", NULL);
+        pdk__gw_refuse(c, 403, "Forbidden", NULL);
         return;
     }
     if (c->verdict.decision == PDK_DECISION_ASK && !connect) {
-        ask(c, how);
+        pdk__gw_ask(c, how);
         return;
     }
     if (c->verdict.decision == PDK_DECISION_ASK) {
         c->verdict.decision = PDK_DECISION_DENY;
-        refuse(c, 403, "Forbidden",
-               "a rule asks a human for every connection to this passthrough host, whose "
-               "requests are not read (remove it from passthrough to be asked per request)");
+        pdk__gw_refuse(
+            c, 403, "Forbidden",
+            "a rule asks a human for every connection to this passthrough host, whose "
+            "requests are not read (remove it from passthrough to be asked per request)");
         return;
     }
-    proceed(c, how);
+    pdk__gw_proceed(c, how);
 }
 
 /* The request may go on: recorded (fail closed), then to the upstream. */
-static void proceed(gw_conn *c, const char *how)
+void pdk__gw_proceed(gw_conn *c, const char *how)
 {
     pdk_gateway *g = c->g;
     pdk_http_head *h = c->req;
@@ -1467,9 +906,10 @@ static void proceed(gw_conn *c, const char *how)
     pdk_error err = {0};
     pdk_debug("gateway: connection %llu: %s %s:%u allowed", (unsigned long long)c->id, h->method,
               c->host, (unsigned)c->port);
-    if (!audit_required(g, connect ? "net.connect" : "net.request", request_event(c, how), &err)) {
+    if (!pdk__gw_audit_required(g, connect ? "net.connect" : "net.request",
+                                pdk__gw_request_event(c, how), &err)) {
         c->verdict.decision = PDK_DECISION_DENY;
-        refuse(c, 503, "Service Unavailable", err.message);
+        pdk__gw_refuse(c, 503, "Service Unavailable", err.message);
         return;
     }
     bufferevent_disable(c->client, EV_READ); /* until the upstream is there */
@@ -1477,193 +917,6 @@ static void proceed(gw_conn *c, const char *how)
 }
 
 /* ---- approval of single requests ---- */
-
-#define ASK_POLL_MS   200
-#define PREVIEW_BYTES 1024
-
-/* The URL as shown to a human: query values redacted (names kept). */
-static char *shown_url(const gw_conn *c)
-{
-    const pdk_http_head *h = c->req;
-    bool https = h->scheme && strcmp(h->scheme, "https") == 0;
-    bool default_port = c->port == (https ? 443 : 80);
-    pdk_buf b = {0};
-    bool v6 = strchr(c->host, ':') != NULL;
-    pdk_buf_printf(&b, "%s://%s%s%s", https ? "https" : "http", v6 ? "[" : "", c->host,
-                   v6 ? "]" : "");
-    if (!default_port)
-        pdk_buf_printf(&b, ":%u", (unsigned)c->port);
-    pdk_buf_puts(&b, c->path ? c->path : "/");
-    if (h->query) {
-        pdk_buf_puts(&b, "?");
-        _cleanup_free_ char *q = xstrdup(h->query);
-        char *save = NULL;
-        bool first = true;
-        for (char *part = strtok_r(q, "&", &save); part; part = strtok_r(NULL, "&", &save)) {
-            char *eq = strchr(part, '=');
-            if (eq)
-                *eq = '\0';
-            pdk_buf_printf(&b, "%s%s%s", first ? "" : "&", part, eq ? "=..." : "");
-            first = false;
-        }
-    }
-    return pdk_buf_steal(&b);
-}
-
-/* Up to PREVIEW_BYTES of the body that came with the head, printable, redacted. */
-static char *body_preview(gw_conn *c)
-{
-    struct evbuffer *in = bufferevent_get_input(c->client);
-    size_t n = evbuffer_get_length(in);
-    if (n == 0 || c->req->framing == PDK_HTTP_FRAMING_NONE)
-        return NULL;
-    if (n > PREVIEW_BYTES)
-        n = PREVIEW_BYTES;
-    char raw[PREVIEW_BYTES];
-    ev_ssize_t got = evbuffer_copyout(in, raw, n);
-    pdk_buf b = {0};
-    for (ev_ssize_t i = 0; i < got; i++) {
-        unsigned char ch = (unsigned char)raw[i];
-        if (ch >= 0x20 && ch < 0x7f)
-            pdk_buf_append(&b, &raw[i], 1);
-        else
-            pdk_buf_printf(&b, "\\x%02x", ch);
-    }
-    if (evbuffer_get_length(in) > (size_t)got)
-        pdk_buf_puts(&b, "...");
-    _cleanup_free_ char *text = pdk_buf_steal(&b);
-    return pdk_audit_redacted(text);
-}
-
-static void poll_asks(evutil_socket_t fd, short what, void *arg);
-
-static void arm_ask_timer(pdk_gateway *g)
-{
-    struct timeval tv = {0, ASK_POLL_MS * 1000};
-    if (!g->ask_timer)
-        g->ask_timer = evtimer_new(g->base, poll_asks, g);
-    if (g->ask_timer && !evtimer_pending(g->ask_timer, NULL))
-        evtimer_add(g->ask_timer, &tv);
-}
-
-/* Hold the request and ask a human (approvals.h); answered in poll_asks. */
-static void ask(gw_conn *c, const char *how)
-{
-    pdk_gateway *g = c->g;
-    pdk_error err = {0};
-    if (!g->store && pdk_store_open(g->state_dir, true, &g->store, &err) < 0) {
-        c->verdict.decision = PDK_DECISION_DENY;
-        _cleanup_free_ char *why = xasprintf("cannot ask for approval: %s", err.message);
-        refuse(c, 403, "Forbidden", why);
-        return;
-    }
-    if (g->session_named && pdk_approval_always(g->store, g->session, how)) {
-        json_t *o = json_pack("{s:I, s:s, s:s}", "conn", (json_int_t)c->id, "rule", how, "how",
-                              "always, answered before");
-        audit(g, "approval.answered", o);
-        proceed(c, how);
-        return;
-    }
-    _cleanup_free_ char *url = shown_url(c);
-    json_t *names = json_array();
-    for (size_t i = 0; i < c->req->header_count; i++)
-        json_array_append_new(names, json_string(c->req->headers[i].name));
-    json_t *request = json_pack("{s:s, s:s, s:s, s:i, s:o}", "method", c->req->method, "url", url,
-                                "host", c->host, "port", (int)c->port, "headers", names);
-    char *preview = body_preview(c);
-    if (preview)
-        json_object_set_new(request, "body_preview", json_string(preview));
-    free(preview);
-    pdk_approval a = {
-        .session = xstrdup(g->session),
-        .parents = json_array(),
-        .argv = json_array(),
-        .rule = xstrdup(how),
-        .reason = xstrdup(c->verdict.reason),
-        .request = request,
-    };
-    if (pdk_approval_create(g->store, &a, &err) < 0) {
-        pdk_approval_clear(&a);
-        c->verdict.decision = PDK_DECISION_DENY;
-        _cleanup_free_ char *why = xasprintf("cannot ask for approval: %s", err.message);
-        refuse(c, 403, "Forbidden", why);
-        return;
-    }
-    json_t *asked = json_pack("{s:s, s:I, s:O, s:s, s:s}", "id", a.id, "conn", (json_int_t)c->id,
-                              "request", a.request, "rule", how, "reason", c->verdict.reason);
-    if (!audit_required(g, "approval.asked", asked, &err)) {
-        (void)pdk_approval_expire(g->store, a.id, &err);
-        pdk_approval_clear(&a);
-        c->verdict.decision = PDK_DECISION_DENY;
-        refuse(c, 503, "Service Unavailable", "the request cannot be recorded");
-        return;
-    }
-    fprintf(stderr,
-            "paddock: approval %s: %s %s needs a human (%s: %s); answer with paddock approve "
-            "%s, or paddock deny %s\n",
-            a.id, c->req->method, url, how, c->verdict.reason, a.id, a.id);
-    snprintf(c->approval_id, sizeof(c->approval_id), "%s", a.id);
-    pdk_approval_clear(&a);
-    c->state = ST_ASKING;
-    c->ask_deadline_ns =
-        pdk_now_monotonic_ns() + (uint64_t)g->policy->approval_timeout_seconds * 1000000000ULL;
-    bufferevent_disable(c->client, EV_READ); /* the body waits in the socket */
-    g->asking++;
-    arm_ask_timer(g);
-}
-
-static void answered(gw_conn *c, bool allow, const char *state, const char *by, const char *why)
-{
-    pdk_gateway *g = c->g;
-    g->asking--;
-    c->state = ST_HEAD; /* no longer asking (conn_free would expire it) */
-    json_t *o = json_pack("{s:s, s:I, s:s, s:s}", "id", c->approval_id, "conn", (json_int_t)c->id,
-                          "state", state, "by", by ? by : "");
-    pdk_error err = {0};
-    if (!audit_required(g, "approval.answered", o, &err))
-        allow = false;
-    _cleanup_free_ char *how = pdk_policy_describe_net_rule(g->policy, c->verdict.rule);
-    if (allow) {
-        c->verdict.decision = PDK_DECISION_ALLOW;
-        proceed(c, how);
-        return;
-    }
-    c->verdict.decision = PDK_DECISION_DENY;
-    refuse(c, 403, "Forbidden", why);
-}
-
-static void poll_asks(evutil_socket_t fd, short what, void *arg)
-{
-    pdk_gateway *g = arg;
-    uint64_t now = pdk_now_monotonic_ns();
-    for (gw_conn *c = g->conns, *next; c; c = next) {
-        next = c->next; /* c may end here */
-        if (c->state != ST_ASKING)
-            continue;
-        pdk_approval a = {0};
-        pdk_error err = {0};
-        if (pdk_approval_get(g->store, c->approval_id, &a, &err) < 0)
-            continue;
-        if (a.state == PDK_APPROVAL_APPROVED) {
-            answered(c, true, "approved", a.answered_by, NULL);
-        } else if (a.state == PDK_APPROVAL_DENIED) {
-            _cleanup_free_ char *why =
-                xasprintf("denied by %s%s%s (approval %s)",
-                          a.answered_by ? a.answered_by : "a human", a.answer_reason ? ": " : "",
-                          a.answer_reason ? a.answer_reason : "", c->approval_id);
-            answered(c, false, "denied", a.answered_by, why);
-        } else if (a.state == PDK_APPROVAL_PENDING && now >= c->ask_deadline_ns &&
-                   pdk_approval_expire(g->store, c->approval_id, &err) == 1) {
-            bool allow = g->policy->approval_on_timeout == PDK_DECISION_ALLOW;
-            _cleanup_free_ char *why = xasprintf(
-                "no answer to approval %s in time: denied (approvals.on_timeout)", c->approval_id);
-            answered(c, allow, "expired", NULL, why);
-        }
-        pdk_approval_clear(&a);
-    }
-    if (g->asking > 0)
-        arm_ask_timer(g);
-}
 
 static void client_read(struct bufferevent *bev, void *arg)
 {
@@ -1688,7 +941,7 @@ static void client_read(struct bufferevent *bev, void *arg)
                                      r.reason ? r.reason : "malformed request");
             json_t *ev = json_pack("{s:I, s:i, s:s}", "conn", (json_int_t)c->id, "status", r.status,
                                    "reason", r.reason ? r.reason : "");
-            audit(c->g, "net.bad_request", ev);
+            pdk__gw_audit(c->g, "net.bad_request", ev);
             reply(c, r.status ? r.status : 400, text, "deny", body);
             return;
         }
@@ -1718,7 +971,7 @@ static void client_head_event(struct bufferevent *bev, short what, void *arg)
         pdk_debug("gateway: connection %llu: TLS toward the sandbox: %s", (unsigned long long)c->id,
                   e ? buf : "closed");
     }
-    conn_free(c);
+    pdk__gw_conn_free(c);
 }
 
 /* ---- listeners ---- */
@@ -1727,7 +980,7 @@ static void on_proxy_accept(struct evconnlistener *l, evutil_socket_t fd, struct
                             int len, void *arg)
 {
     pdk_gateway *g = arg;
-    gw_conn *c = conn_new(g, CONN_PROXY, fd);
+    gw_conn *c = pdk__gw_conn_new(g, CONN_PROXY, fd);
     if (!c)
         return;
     c->requests = pdk_http_parser_new(PDK_HTTP_REQUEST, NULL);
@@ -1753,26 +1006,27 @@ static void capture_first_read(struct bufferevent *bev, void *arg)
         pdk_net_rules_judge(c->g->rules, &nr, &c->verdict);
         bool passthrough = pdk_net_rules_is_passthrough(c->g->rules, c->host);
         if (c->verdict.scope == PDK_NET_DECIDED && c->verdict.decision == PDK_DECISION_DENY) {
-            refuse(c, 0, NULL, NULL);
+            pdk__gw_refuse(c, 0, NULL, NULL);
             return;
         }
         if (!passthrough) {
             _cleanup_free_ char *how0 = pdk_policy_describe_net_rule(c->g->policy, c->verdict.rule);
-            json_t *ev = request_event(c, how0);
+            json_t *ev = pdk__gw_request_event(c, how0);
             json_object_set_new(ev, "intercepted", json_true());
-            audit(c->g, "net.connect", ev);
+            pdk__gw_audit(c->g, "net.connect", ev);
             intercept(c, c->captured_host, c->captured_port);
             return;
         }
         if (c->verdict.decision != PDK_DECISION_ALLOW || c->verdict.scope != PDK_NET_DECIDED) {
             c->verdict.decision = PDK_DECISION_DENY;
-            refuse(c, 0, NULL, "a passthrough host's rules must decide without reading requests");
+            pdk__gw_refuse(c, 0, NULL,
+                           "a passthrough host's rules must decide without reading requests");
             return;
         }
         _cleanup_free_ char *how = pdk_policy_describe_net_rule(c->g->policy, c->verdict.rule);
         pdk_error err = {0};
-        if (!audit_required(c->g, "net.connect", request_event(c, how), &err)) {
-            conn_free(c);
+        if (!pdk__gw_audit_required(c->g, "net.connect", pdk__gw_request_event(c, how), &err)) {
+            pdk__gw_conn_free(c);
             return;
         }
         bufferevent_disable(c->client, EV_READ);
@@ -1803,12 +1057,12 @@ static void on_capture_accept(struct evconnlistener *l, evutil_socket_t fd, stru
         json_t *ev =
             json_pack("{s:s, s:i, s:s}", "address", text, "port", (int)ntohs(local.sin_port),
                       "refused", "not an address the DNS stub handed out");
-        audit(g, "net.connect", ev);
+        pdk__gw_audit(g, "net.connect", ev);
         g->stats.denied++;
         close(fd);
         return;
     }
-    gw_conn *c = conn_new(g, CONN_CAPTURE, fd);
+    gw_conn *c = pdk__gw_conn_new(g, CONN_CAPTURE, fd);
     if (!c)
         return;
     c->captured_host = xstrdup(name);
@@ -1818,94 +1072,6 @@ static void on_capture_accept(struct evconnlistener *l, evutil_socket_t fd, stru
 }
 
 /* ---- the DNS stub ---- */
-
-static bool could_allow(void *arg, const char *name)
-{
-    pdk_gateway *g = arg;
-    return pdk_net_rules_could_reach(g->rules, name);
-}
-
-static void dns_outcome(pdk_gateway *g, const pdk_dns_outcome *o, const char *transport)
-{
-    g->stats.dns_queries++;
-    if (!o->blocked)
-        return;
-    g->stats.dns_blocked++;
-    const char *type = pdk_dns_type_name(o->qtype);
-    json_t *ev = json_pack("{s:s, s:s, s:s}", "name", o->name, "transport", transport, "rcode",
-                           pdk_dns_rcode_name(o->rcode) ? pdk_dns_rcode_name(o->rcode) : "?");
-    if (type)
-        json_object_set_new(ev, "type", json_string(type));
-    else
-        json_object_set_new(ev, "type", json_integer(o->qtype));
-    audit(g, "dns.blocked", ev);
-}
-
-static void on_dns_udp(evutil_socket_t fd, short what, void *arg)
-{
-    pdk_gateway *g = arg;
-    for (int i = 0; i < 64; i++) {
-        uint8_t query[4096], answer[PDK_DNS_RESPONSE_MAX];
-        struct sockaddr_storage from;
-        socklen_t flen = sizeof(from);
-        ssize_t n = recvfrom(fd, query, sizeof(query), 0, (struct sockaddr *)&from, &flen);
-        if (n < 0)
-            return;
-        pdk_dns_outcome o;
-        size_t len = pdk_dns_answer(g->names, could_allow, g, PDK_DNS_UDP, query, (size_t)n, answer,
-                                    sizeof(answer), &o);
-        dns_outcome(g, &o, "udp");
-        if (len > 0)
-            (void)sendto(fd, answer, len, 0, (struct sockaddr *)&from, flen);
-    }
-}
-
-static void dns_tcp_read(struct bufferevent *bev, void *arg)
-{
-    gw_conn *c = arg;
-    struct evbuffer *in = bufferevent_get_input(bev);
-    for (;;) {
-        size_t avail = evbuffer_get_length(in);
-        const uint8_t *buf = evbuffer_pullup(in, (ev_ssize_t)(avail < 65537 ? avail : 65537));
-        const uint8_t *msg;
-        size_t mlen, consumed;
-        int r = pdk_dns_tcp_deframe(buf, avail < 65537 ? avail : 65537, &msg, &mlen, &consumed);
-        if (r < 0) {
-            conn_free(c);
-            return;
-        }
-        if (r == 0)
-            return;
-        uint8_t out[PDK_DNS_TCP_PREFIX + PDK_DNS_RESPONSE_MAX];
-        pdk_dns_outcome o;
-        size_t n = pdk_dns_answer(c->g->names, could_allow, c->g, PDK_DNS_TCP, msg, mlen,
-                                  out + PDK_DNS_TCP_PREFIX, sizeof(out) - PDK_DNS_TCP_PREFIX, &o);
-        dns_outcome(c->g, &o, "tcp");
-        if (n)
-            n = pdk_dns_tcp_frame(out + PDK_DNS_TCP_PREFIX, n, out, sizeof(out));
-        evbuffer_drain(in, consumed);
-        if (n)
-            bufferevent_write(bev, out, n);
-    }
-}
-
-static void dns_tcp_event(struct bufferevent *bev, short what, void *arg)
-{
-    conn_free(arg);
-}
-
-static void on_dns_tcp_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
-                              int len, void *arg)
-{
-    pdk_gateway *g = arg;
-    gw_conn *c = conn_new(g, CONN_DNS_TCP, fd);
-    if (!c)
-        return;
-    struct timeval idle = {DNS_TCP_IDLE_SEC, 0};
-    bufferevent_set_timeouts(c->client, &idle, &idle);
-    bufferevent_setcb(c->client, dns_tcp_read, NULL, dns_tcp_event, c);
-    bufferevent_enable(c->client, EV_READ | EV_WRITE);
-}
 
 /* ---- the gateway ---- */
 
@@ -1999,18 +1165,18 @@ void pdk_gateway_serve(void *gateway, struct event_base *base, pid_t init_pid,
             struct timeval limit = {0, 100 * 1000};
             (void)setsockopt(s->fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof(limit));
             g->diag_fd = s->fd;
-            g->owners = xcalloc(OWNERS, sizeof(*g->owners));
+            g->owners = pdk__gw_owners_new();
             continue;
         }
         if (s->kind == PDK_EGRESS_DNS_UDP) {
             g->dns_udp_fd = s->fd;
-            g->dns_udp_ev = event_new(base, s->fd, EV_READ | EV_PERSIST, on_dns_udp, g);
+            g->dns_udp_ev = event_new(base, s->fd, EV_READ | EV_PERSIST, pdk__gw_on_dns_udp, g);
             if (g->dns_udp_ev)
                 event_add(g->dns_udp_ev, NULL);
             continue;
         }
         evconnlistener_cb cb = s->kind == PDK_EGRESS_PROXY     ? on_proxy_accept
-                               : s->kind == PDK_EGRESS_DNS_TCP ? on_dns_tcp_accept
+                               : s->kind == PDK_EGRESS_DNS_TCP ? pdk__gw_on_dns_tcp_accept
                                                                : on_capture_accept;
         struct evconnlistener *l = evconnlistener_new(
             base, cb, g, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, -1, s->fd);
@@ -2033,7 +1199,7 @@ void pdk_gateway_free(pdk_gateway *g)
     if (!g)
         return;
     while (g->conns)
-        conn_free(g->conns);
+        pdk__gw_conn_free(g->conns);
     for (size_t i = 0; i < g->nlisteners; i++)
         evconnlistener_free(g->listeners[i]);
     if (g->dns_udp_ev)

@@ -1,0 +1,183 @@
+/* gateway_internal.h: what the files of the egress gateway module share (gateway.h is
+ * its interface): the gateway and connection structs, and the functions one file gives
+ * the others.
+ *
+ *   gateway.c         connections, requests and responses, upstreams, TLS interception
+ *   gateway_tunnel.c  tunnels: bufferevents, then splice(2); a passthrough's ClientHello
+ *   gateway_ask.c     a request held while a human is asked
+ *   gateway_dns.c     the DNS stub's server (UDP and TCP)
+ *   gateway_owner.c   the process behind a connection
+ */
+#ifndef PADDOCK_GATEWAY_INTERNAL_H
+#define PADDOCK_GATEWAY_INTERNAL_H
+
+#include "gateway.h"
+
+#include "approvals.h"
+#include "dns_stub.h"
+#include "http_message.h"
+#include "log.h"
+#include "net_address.h"
+#include "net_rules.h"
+#include "tls_ca.h"
+#include "tls_sni.h"
+#include "util.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <event2/dns.h>
+#include <event2/listener.h>
+#include <event2/util.h>
+#include <dirent.h>
+#include <jansson.h>
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
+#include <netinet/in.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define TUNNEL_HIGH_WATER (4u << 20) /* bytes queued toward one side before reading pauses */
+#define TUNNEL_LOW_WATER  (1u << 20)
+#define MAX_SINGLE_READ   (256 * 1024)
+#define DNS_TCP_IDLE_SEC  10
+
+typedef enum conn_kind { CONN_PROXY, CONN_CAPTURE, CONN_DNS_TCP } conn_kind;
+typedef enum conn_state {
+    ST_HEAD,
+    ST_ASKING, /* held until a human answers (or the timeout) */
+    ST_RESOLVING,
+    ST_CONNECTING,
+    ST_FORWARD,
+    ST_TUNNEL,
+    ST_CLOSING,
+} conn_state;
+
+typedef struct gw_conn gw_conn;
+typedef struct splice_dir splice_dir;
+
+struct pdk_gateway {
+    struct event_base *base;
+    const pdk_policy *policy;
+    const pdk_net_rules *rules;
+    pdk_audit_spool *spool;
+    char *session;
+    struct evdns_base *dns;
+    pdk_dns_table *names;
+    struct evconnlistener *listeners[PDK_EGRESS_MAX_SOCKETS];
+    size_t nlisteners;
+    int dns_udp_fd;
+    struct event *dns_udp_ev;
+    gw_conn *conns;
+    uint64_t next_conn_id;
+    pdk_gateway_stats stats;
+    /* the process behind a connection */
+    pid_t init_pid;
+    int diag_fd;
+    uint32_t diag_seq;
+    uint64_t scanned_ns;
+    struct sock_owner *owners; /* inode -> process, from the last scan */
+    /* approvals */
+    char *state_dir;
+    bool session_named;
+    pdk_store *store;        /* opened at the first ask */
+    struct event *ask_timer; /* polls the answers while a request waits */
+    size_t asking;
+    /* TLS interception */
+    pdk_tls_ca *ca;
+    SSL_CTX *server_ctx; /* toward the sandbox: leaves minted by the CA */
+    SSL_CTX *client_ctx; /* toward upstreams: the host's roots plus upstream_ca */
+};
+
+struct gw_conn {
+    pdk_gateway *g;
+    gw_conn *prev, *next;
+    uint64_t id;
+    conn_kind kind;
+    conn_state state;
+    struct bufferevent *client, *upstream;
+    pdk_http_parser *requests, *responses;
+    /* A captured connection's destination (the name the fake address stands for), or an
+     * intercepted CONNECT's: the connection is pinned to it. */
+    char *captured_host;
+    uint16_t captured_port;
+    bool tls_client;      /* the client side is intercepted TLS; upstreams are TLS too */
+    bool sni_check;       /* a passthrough tunnel: the ClientHello must name the host */
+    char approval_id[17]; /* ST_ASKING */
+    bool owner_looked;
+    pid_t pid; /* the process whose socket this is, 0: unknown */
+    char comm[16];
+    uint64_t ask_deadline_ns;
+    bool free_scheduled;
+    /* A plain tunnel moves its bytes with splice(2), socket to pipe to socket: they never
+     * enter the gateway's memory. [0] toward the upstream, [1] toward the client. */
+    splice_dir *splice[2];
+    /* The current request (or CONNECT). */
+    pdk_http_head *req;
+    char *host; /* canonical: lower case, an IP literal in its canonical form */
+    uint16_t port;
+    char *path;
+    pdk_net_verdict verdict;
+    uint64_t seq; /* requests on this connection */
+    uint64_t t0_ns;
+    uint64_t up_bytes, down_bytes;
+    int status;
+    bool request_done, response_done;
+    /* The upstream connection, kept for the next request to the same host:port. */
+    char *up_host;
+    uint16_t up_port;
+    struct evdns_getaddrinfo_request *resolving;
+    bool client_eof, upstream_eof;
+    /* DNS over TCP */
+    bool dns_tcp;
+};
+
+/* Whether the connection's destination is fixed (captured, or an intercepted CONNECT):
+ * its requests are origin-form, and their Host must name it. */
+static inline bool pdk__gw_pinned(const gw_conn *c)
+{
+    return c->kind == CONN_CAPTURE || c->tls_client;
+}
+
+/* gateway.c */
+gw_conn *pdk__gw_conn_new(pdk_gateway *g, conn_kind kind, evutil_socket_t fd);
+void pdk__gw_conn_free(gw_conn *c);
+/* An event (kind, data o stolen) for the gateway's session. */
+void pdk__gw_audit(pdk_gateway *g, const char *kind, json_t *o);
+/* The same for an event that must be on record before what it describes (fail closed). */
+bool pdk__gw_audit_required(pdk_gateway *g, const char *kind, json_t *o, pdk_error *err);
+/* The fields every event of a connection's request carries. */
+json_t *pdk__gw_request_event(gw_conn *c, const char *decided_by);
+/* Refuse the current request (status, reason) or end a connection that is not HTTP. */
+void pdk__gw_refuse(gw_conn *c, int status, const char *status_text, const char *reason);
+/* The current request may go on: recorded, then sent upstream. */
+void pdk__gw_proceed(gw_conn *c, const char *how);
+
+/* gateway_tunnel.c */
+void pdk__gw_start_tunnel(gw_conn *c);
+void pdk__gw_splice_free(splice_dir *d);
+
+/* gateway_ask.c: hold the current request and ask a human (answered on a timer). */
+void pdk__gw_ask(gw_conn *c, const char *how);
+
+/* gateway_dns.c */
+void pdk__gw_on_dns_udp(evutil_socket_t fd, short what, void *arg);
+void pdk__gw_on_dns_tcp_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
+                               int len, void *arg);
+
+/* gateway_owner.c */
+struct sock_owner *pdk__gw_owners_new(void);
+void pdk__gw_conn_owner(gw_conn *c);
+
+#endif
