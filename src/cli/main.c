@@ -26,6 +26,7 @@ static const pdk_cli_command commands[] = {
     {"approve", "let the command of an approval request run", pdk_cmd_approve},
     {"deny", "refuse the command of an approval request", pdk_cmd_deny},
     {"ca", "paddock's CA for TLS interception at the gateway", pdk_cmd_ca},
+    {"secret", "the vault: secrets the gateway injects, never shown to a sandbox", pdk_cmd_secret},
 };
 
 static void print_usage(FILE *out)

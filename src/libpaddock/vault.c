@@ -1,0 +1,398 @@
+/* vault.c: see vault.h. */
+#include "vault.h"
+
+#include "fsutil.h"
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define MAGIC     "PDKVAULT1\n"
+#define MAGIC_LEN (sizeof(MAGIC) - 1)
+#define NONCE_LEN crypto_aead_xchacha20poly1305_ietf_NPUBBYTES
+#define KEY_LEN   crypto_aead_xchacha20poly1305_ietf_KEYBYTES
+#define MAC_LEN   crypto_aead_xchacha20poly1305_ietf_ABYTES
+#define FILE_MAX  (64 * 1024 * 1024)
+
+struct pdk_vault {
+    char *state_dir;
+    char *path;
+    char *key_path;
+    char *lock_path;
+    unsigned char key[KEY_LEN];
+    bool have_key;   /* false: opened read-only before any key existed */
+    json_t *secrets; /* {NAME: {kind, value, created_ns, used_ns}} */
+};
+
+bool pdk_vault_name_valid(const char *name)
+{
+    size_t n = name ? strlen(name) : 0;
+    if (n == 0 || n > PDK_VAULT_NAME_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = name[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '_' || c == '-'))
+            return false;
+    }
+    return true;
+}
+
+static bool hex_key(const char *text, size_t len, unsigned char key[KEY_LEN])
+{
+    while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == '\r'))
+        len--;
+    if (len != 2 * KEY_LEN)
+        return false;
+    for (size_t i = 0; i < KEY_LEN; i++) {
+        int hi = pdk_hex_value(text[2 * i]), lo = pdk_hex_value(text[2 * i + 1]);
+        if (hi < 0 || lo < 0)
+            return false;
+        key[i] = (unsigned char)(hi << 4 | lo);
+    }
+    return true;
+}
+
+/* The key from PADDOCK_VAULT_KEY, PADDOCK_VAULT_KEY_FD, or STATE/vault.key (made when
+ * create and there is no vault yet). */
+static int load_key(pdk_vault *v, bool create, pdk_error *err)
+{
+    const char *hex = getenv("PADDOCK_VAULT_KEY");
+    if (hex && *hex) {
+        if (!hex_key(hex, strlen(hex), v->key))
+            return pdk_error_set(err, 0,
+                                 "PADDOCK_VAULT_KEY is not a key (64 hex digits: 32 bytes)");
+        return 0;
+    }
+    const char *fdname = getenv("PADDOCK_VAULT_KEY_FD");
+    if (fdname && *fdname) {
+        char *end = NULL;
+        long fd = strtol(fdname, &end, 10);
+        char buf[2 * KEY_LEN + 4];
+        ssize_t n = *end || fd < 0 ? -1 : read((int)fd, buf, sizeof(buf));
+        if (n == (ssize_t)KEY_LEN) {
+            memcpy(v->key, buf, KEY_LEN);
+        } else if (n <= 0 || !hex_key(buf, (size_t)n, v->key)) {
+            sodium_memzero(buf, sizeof(buf));
+            return pdk_error_set(err, 0,
+                                 "PADDOCK_VAULT_KEY_FD=%s does not give a key (32 bytes, or 64 "
+                                 "hex digits, on that descriptor)",
+                                 fdname);
+        }
+        sodium_memzero(buf, sizeof(buf));
+        return 0;
+    }
+    int fd = open(v->key_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd >= 0) {
+        struct stat st;
+        ssize_t n = -1;
+        if (fstat(fd, &st) == 0 && (st.st_mode & 077) == 0)
+            n = read(fd, v->key, KEY_LEN);
+        else if (fstat(fd, &st) == 0) {
+            close(fd);
+            return pdk_error_set(err, 0,
+                                 "%s can be read by others (chmod 600 %s, and consider the "
+                                 "secrets in the vault exposed)",
+                                 v->key_path, v->key_path);
+        }
+        close(fd);
+        if (n != (ssize_t)KEY_LEN)
+            return pdk_error_set(err, 0, "%s is not a vault key (32 bytes)", v->key_path);
+        return 0;
+    }
+    if (errno != ENOENT)
+        return pdk_error_set(err, errno, "cannot read %s", v->key_path);
+    if (access(v->path, F_OK) == 0)
+        return pdk_error_set(err, 0,
+                             "the vault %s exists but its key %s does not (give the key with "
+                             "PADDOCK_VAULT_KEY or PADDOCK_VAULT_KEY_FD)",
+                             v->path, v->key_path);
+    if (!create)
+        return 1; /* no key and no vault: an empty vault, read-only */
+    /* Made once: written aside, then linked into place (a second paddock making one at the
+     * same time reads the winner's). */
+    randombytes_buf(v->key, KEY_LEN);
+    _cleanup_free_ char *tmp = xasprintf("%s.%d.tmp", v->key_path, (int)getpid());
+    int t = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (t < 0)
+        return pdk_error_set(err, errno, "cannot create %s", tmp);
+    bool ok = pdk_write_all(t, v->key, KEY_LEN) == 0 && fsync(t) == 0;
+    close(t);
+    int linked = ok ? link(tmp, v->key_path) : -1;
+    int e = errno;
+    unlink(tmp);
+    if (!ok)
+        return pdk_error_set(err, e, "cannot write %s", v->key_path);
+    if (linked < 0 && e == EEXIST)
+        return load_key(v, false, err); /* someone else's is there now */
+    if (linked < 0)
+        return pdk_error_set(err, e, "cannot create %s", v->key_path);
+    return 0;
+}
+
+/* Read and decrypt the vault file into v->secrets (empty when there is none). */
+static int load(pdk_vault *v, pdk_error *err)
+{
+    json_decref(v->secrets);
+    v->secrets = NULL;
+    _cleanup_free_ char *data = NULL;
+    size_t len = 0;
+    if (pdk_read_file_at(AT_FDCWD, v->path, &data, &len, FILE_MAX) < 0) {
+        if (errno != ENOENT)
+            return pdk_error_set(err, errno, "cannot read the vault %s", v->path);
+        v->secrets = json_object();
+        return 0;
+    }
+    if (len < MAGIC_LEN + NONCE_LEN + MAC_LEN || memcmp(data, MAGIC, MAGIC_LEN) != 0)
+        return pdk_error_set(err, 0,
+                             "%s is not a paddock vault (its header is wrong; nothing was "
+                             "changed)",
+                             v->path);
+    size_t clen = len - MAGIC_LEN - NONCE_LEN;
+    unsigned char *plain = xmalloc(clen + 1);
+    unsigned long long plen = 0;
+    int r = crypto_aead_xchacha20poly1305_ietf_decrypt(
+        plain, &plen, NULL, (const unsigned char *)data + MAGIC_LEN + NONCE_LEN, clen,
+        (const unsigned char *)MAGIC, MAGIC_LEN, (const unsigned char *)data + MAGIC_LEN, v->key);
+    if (r != 0) {
+        free(plain);
+        return pdk_error_set(err, 0,
+                             "cannot decrypt the vault %s: it is encrypted under another key, or "
+                             "damaged (nothing was changed)",
+                             v->path);
+    }
+    plain[plen] = '\0';
+    json_error_t jerr;
+    json_t *root = json_loadb((const char *)plain, (size_t)plen, 0, &jerr);
+    sodium_memzero(plain, (size_t)plen);
+    free(plain);
+    json_t *secrets = root ? json_object_get(root, "secrets") : NULL;
+    if (!json_is_object(secrets)) {
+        json_decref(root);
+        return pdk_error_set(err, 0, "the vault %s decrypts to something else than a vault",
+                             v->path);
+    }
+    v->secrets = json_incref(secrets);
+    json_decref(root);
+    return 0;
+}
+
+static int save(pdk_vault *v, pdk_error *err)
+{
+    json_t *root = json_pack("{s:O}", "secrets", v->secrets);
+    char *text = json_dumps(root, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(root);
+    if (!text)
+        return pdk_error_set(err, ENOMEM, "cannot encode the vault");
+    size_t plen = strlen(text);
+    size_t len = MAGIC_LEN + NONCE_LEN + plen + MAC_LEN;
+    unsigned char *out = xmalloc(len);
+    memcpy(out, MAGIC, MAGIC_LEN);
+    randombytes_buf(out + MAGIC_LEN, NONCE_LEN);
+    unsigned long long clen = 0;
+    crypto_aead_xchacha20poly1305_ietf_encrypt(
+        out + MAGIC_LEN + NONCE_LEN, &clen, (const unsigned char *)text, plen,
+        (const unsigned char *)MAGIC, MAGIC_LEN, NULL, out + MAGIC_LEN, v->key);
+    sodium_memzero(text, plen);
+    free(text);
+    _cleanup_close_ int dir = open(v->state_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    int r = dir < 0 ? -1
+                    : pdk_write_file_atomic(dir, "vault", out, MAGIC_LEN + NONCE_LEN + clen, 0600,
+                                            true);
+    free(out);
+    if (r < 0)
+        return pdk_error_set(err, errno, "cannot write the vault %s (it is as it was)", v->path);
+    return 0;
+}
+
+/* The lock, held while a change is read, made and written. */
+static int lock(pdk_vault *v, pdk_error *err)
+{
+    int fd = open(v->lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        return pdk_error_set(err, errno, "cannot open %s", v->lock_path);
+    while (flock(fd, LOCK_EX) < 0) {
+        if (errno != EINTR) {
+            int e = errno;
+            close(fd);
+            return pdk_error_set(err, e, "cannot lock %s", v->lock_path);
+        }
+    }
+    return fd;
+}
+
+int pdk_vault_open(const char *state_dir, bool create, pdk_vault **out, pdk_error *err)
+{
+    *out = NULL;
+    if (sodium_init() < 0)
+        return pdk_error_set(err, EIO, "libsodium cannot be initialised");
+    pdk_vault *v = xcalloc(1, sizeof(*v));
+    v->state_dir = xstrdup(state_dir);
+    v->path = pdk_path_join(state_dir, "vault");
+    v->key_path = pdk_path_join(state_dir, "vault.key");
+    v->lock_path = pdk_path_join(state_dir, "vault.lock");
+    int k = load_key(v, create, err);
+    if (k < 0 || (k == 0 && load(v, err) < 0)) {
+        pdk_vault_close(v);
+        return -1;
+    }
+    v->have_key = k == 0;
+    if (k == 1)
+        v->secrets = json_object(); /* no key yet, no vault: nothing stored */
+    *out = v;
+    return 0;
+}
+
+void pdk_vault_close(pdk_vault *v)
+{
+    if (!v)
+        return;
+    sodium_memzero(v->key, sizeof(v->key));
+    json_decref(v->secrets);
+    free(v->state_dir);
+    free(v->path);
+    free(v->key_path);
+    free(v->lock_path);
+    free(v);
+}
+
+/* Apply a change under the lock to what is on disk now, and write it. */
+typedef int (*change_fn)(pdk_vault *v, void *arg, pdk_error *err);
+
+static int change(pdk_vault *v, change_fn fn, void *arg, pdk_error *err)
+{
+    int fd = lock(v, err);
+    if (fd < 0)
+        return -1;
+    int r = load(v, err);
+    if (r == 0)
+        r = fn(v, arg, err);
+    if (r == 0)
+        r = save(v, err);
+    close(fd);
+    return r;
+}
+
+typedef struct set_args {
+    const char *name, *kind, *value;
+} set_args;
+
+static int do_set(pdk_vault *v, void *arg, pdk_error *err)
+{
+    set_args *a = arg;
+    json_t *old = json_object_get(v->secrets, a->name);
+    json_t *created = old ? json_object_get(old, "created_ns") : NULL;
+    json_t *o = json_pack("{s:s, s:s, s:I, s:I}", "kind", a->kind, "value", a->value, "created_ns",
+                          created ? json_integer_value(created) : pdk_now_realtime_ns(), "used_ns",
+                          (json_int_t)0);
+    json_object_set_new(v->secrets, a->name, o);
+    return 0;
+}
+
+int pdk_vault_set(pdk_vault *v, const char *name, const char *kind, const char *value, size_t len,
+                  pdk_error *err)
+{
+    if (!pdk_vault_name_valid(name))
+        return pdk_error_set(err, 0,
+                             "\"%.*s\" is not a secret name (1-128 of letters, digits, '.', '_', "
+                             "'-')",
+                             PDK_VAULT_NAME_MAX, name ? name : "");
+    if (len == 0 || len > PDK_VAULT_VALUE_MAX || memchr(value, '\0', len))
+        return pdk_error_set(err, 0,
+                             len == 0 ? "the value of %s is empty (nothing stored)"
+                                      : "the value of %s is over 64 KiB or holds a NUL byte "
+                                        "(nothing stored)",
+                             name);
+    if (!v->have_key) { /* opened before any key existed: make it now */
+        if (load_key(v, true, err) < 0)
+            return -1;
+        v->have_key = true;
+    }
+    _cleanup_free_ char *copy = xstrndup(value, len);
+    set_args a = {name, kind ? kind : "static", copy};
+    int r = change(v, do_set, &a, err);
+    sodium_memzero(copy, len);
+    return r;
+}
+
+static int do_touch(pdk_vault *v, void *arg, pdk_error *err)
+{
+    json_t *o = json_object_get(v->secrets, (const char *)arg);
+    if (o)
+        json_object_set_new(o, "used_ns", json_integer(pdk_now_realtime_ns()));
+    return 0;
+}
+
+const char *pdk_vault_get(pdk_vault *v, const char *name, bool touch, pdk_error *err)
+{
+    json_t *o = json_object_get(v->secrets, name);
+    if (!o) {
+        pdk_error_set(err, 0, "no secret %s in the vault (paddock secret set %s)", name, name);
+        return NULL;
+    }
+    if (touch && v->have_key) {
+        pdk_error ignored = {0}; /* the use is a note: a failure to write it is not an error */
+        (void)change(v, do_touch, (void *)name, &ignored);
+        o = json_object_get(v->secrets, name);
+        if (!o) {
+            pdk_error_set(err, 0, "the secret %s was removed meanwhile", name);
+            return NULL;
+        }
+    }
+    return json_string_value(json_object_get(o, "value"));
+}
+
+static int do_remove(pdk_vault *v, void *arg, pdk_error *err)
+{
+    const char *name = arg;
+    if (json_object_del(v->secrets, name) < 0)
+        return pdk_error_set(err, 0, "no secret %s in the vault (see paddock secret list)",
+                             name);
+    return 0;
+}
+
+int pdk_vault_remove(pdk_vault *v, const char *name, pdk_error *err)
+{
+    if (!json_object_get(v->secrets, name) && access(v->path, F_OK) < 0)
+        return pdk_error_set(err, 0, "no secret %s in the vault (see paddock secret list)",
+                             name);
+    return change(v, do_remove, (void *)name, err);
+}
+
+static int compare_names(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+int pdk_vault_each(pdk_vault *v, int (*fn)(const pdk_vault_entry *entry, void *arg), void *arg)
+{
+    size_t n = json_object_size(v->secrets), i = 0;
+    const char **names = xcalloc(n + 1, sizeof(*names));
+    const char *key;
+    json_t *val;
+    json_object_foreach(v->secrets, key, val) names[i++] = key;
+    qsort(names, n, sizeof(*names), compare_names);
+    int r = 0;
+    for (i = 0; i < n && r == 0; i++) {
+        json_t *o = json_object_get(v->secrets, names[i]);
+        const char *value = json_string_value(json_object_get(o, "value"));
+        pdk_vault_entry e = {
+            .name = names[i],
+            .kind = json_string_value(json_object_get(o, "kind")),
+            .created_ns = json_integer_value(json_object_get(o, "created_ns")),
+            .used_ns = json_integer_value(json_object_get(o, "used_ns")),
+            .length = value ? strlen(value) : 0,
+        };
+        r = fn(&e, arg);
+    }
+    free(names);
+    return r;
+}
