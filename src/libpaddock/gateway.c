@@ -767,6 +767,7 @@ static void on_upstream_ready(gw_conn *c)
     pdk_http_parser_set_request_method(c->responses, c->req->method_id);
     pdk_buf head = {0};
     pdk_http_head_serialize(c->req, &head);
+    /* (the credentials went on in pdk__gw_proceed, before the head was recorded) */
     evbuffer_add(bufferevent_get_output(c->upstream), head.data, head.len);
     c->up_bytes += head.len;
     pdk_buf_free(&head);
@@ -904,6 +905,8 @@ void pdk__gw_proceed(gw_conn *c, const char *how)
     pdk_http_head *h = c->req;
     bool connect = h->method_id == HTTP_CONNECT;
     pdk_error err = {0};
+    if (!connect && !pdk__gw_apply_credentials(c))
+        return; /* a placeholder on its way elsewhere: refused, recorded */
     pdk_debug("gateway: connection %llu: %s %s:%u allowed", (unsigned long long)c->id, h->method,
               c->host, (unsigned)c->port);
     if (!pdk__gw_audit_required(g, connect ? "net.connect" : "net.request",
@@ -1116,6 +1119,7 @@ pdk_gateway *pdk_gateway_new(const pdk_gateway_config *cfg, pdk_error *err)
     g->diag_fd = -1;
     g->state_dir = xstrdup(cfg->state_dir);
     g->session_named = cfg->session_named;
+    pdk__gw_credentials_copy(g, cfg);
     if (make_tls(g, cfg->state_dir, err) < 0) {
         pdk_gateway_free(g);
         return NULL;
@@ -1215,6 +1219,7 @@ void pdk_gateway_free(pdk_gateway *g)
     if (g->ask_timer)
         event_free(g->ask_timer);
     pdk_store_close(g->store);
+    pdk__gw_credentials_free(g);
     free(g->state_dir);
     SSL_CTX_free(g->server_ctx);
     SSL_CTX_free(g->client_ctx);

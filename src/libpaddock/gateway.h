@@ -39,12 +39,22 @@
 
 typedef struct pdk_gateway pdk_gateway;
 
+/* A credential as the gateway uses it (the policy's, with its value from the vault and
+ * the run's placeholder). */
+typedef struct pdk_gateway_credential {
+    const pdk_credential *policy; /* name, hosts, inject */
+    const char *value;            /* the real value; never leaves the gateway but upstream */
+    const char *placeholder;      /* what the sandbox holds instead */
+} pdk_gateway_credential;
+
 typedef struct pdk_gateway_config {
     const pdk_policy *policy; /* network rules; must outlive the gateway */
     pdk_audit_spool *spool;   /* where events go (thread-safe); NULL: none */
     const char *session;      /* for the events */
     const char *state_dir;    /* paddock's CA lives there (tls_ca.h); the approvals store */
     bool session_named;       /* an "always" approval holds for the rest of the session */
+    const pdk_gateway_credential *credentials;
+    size_t credential_count;
 } pdk_gateway_config;
 
 /* A gateway for one sandbox; it starts serving with pdk_gateway_serve(). */

