@@ -62,6 +62,7 @@ void pdk__gw_conn_free(gw_conn *c)
     pdk_http_parser_free(c->requests);
     pdk_http_parser_free(c->responses);
     pdk_http_head_free(c->req);
+    pdk_buf_free(&c->broker_body);
     free(c->captured_host);
     free(c->host);
     free(c->path);
@@ -135,7 +136,7 @@ static void on_closing_event(struct bufferevent *bev, short what, void *arg)
 }
 
 /* Flush what is queued for the client, then end the connection (10 s at most). */
-static void conn_close_after_flush(gw_conn *c)
+void pdk__gw_close_after_flush(gw_conn *c)
 {
     c->state = ST_CLOSING;
     if (c->resolving) {
@@ -168,7 +169,7 @@ static void reply(gw_conn *c, int status, const char *status_text, const char *d
                         status, status_text, len, decision, text ? text : "");
     free(text);
     c->status = status;
-    conn_close_after_flush(c);
+    pdk__gw_close_after_flush(c);
 }
 
 /* ---- the process behind a connection ---- */
@@ -225,7 +226,7 @@ void pdk__gw_refuse(gw_conn *c, int status, const char *status_text, const char 
     reply(c, status, status_text, "deny", body);
 }
 
-static void upstream_failed(gw_conn *c, const char *what)
+void pdk__gw_upstream_failed(gw_conn *c, const char *what)
 {
     c->g->stats.denied++;
     json_t *ev = pdk__gw_request_event(c, "");
@@ -270,7 +271,7 @@ static void upstream_event(struct bufferevent *bev, short what, void *arg)
             c->tls_client ? tls_failure(c, bev)
                           : xasprintf("cannot connect to %s:%u: %s", c->host, (unsigned)c->port,
                                       evutil_socket_error_to_string(e));
-        upstream_failed(c, what_s);
+        pdk__gw_upstream_failed(c, what_s);
         return;
     }
     if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
@@ -289,14 +290,14 @@ static void upstream_event(struct bufferevent *bev, short what, void *arg)
                 json_object_set_new(ev, "bytes_up", json_integer((json_int_t)c->up_bytes));
                 json_object_set_new(ev, "bytes_down", json_integer((json_int_t)c->down_bytes));
                 pdk__gw_audit(c->g, "net.response", ev);
-                conn_close_after_flush(c);
+                pdk__gw_close_after_flush(c);
                 return;
             }
             if (c->status == 0) {
-                upstream_failed(c, "the upstream closed the connection before answering");
+                pdk__gw_upstream_failed(c, "the upstream closed the connection before answering");
                 return;
             }
-            conn_close_after_flush(c); /* cut short: the client sees the end */
+            pdk__gw_close_after_flush(c); /* cut short: the client sees the end */
             return;
         }
         /* idle keep-alive connection gone: forget it */
@@ -364,7 +365,7 @@ static void connect_to(gw_conn *c, const struct sockaddr *sa, socklen_t len)
         c->upstream = bufferevent_socket_new(c->g->base, -1, BEV_OPT_CLOSE_ON_FREE);
     }
     if (!c->upstream) {
-        upstream_failed(c, "out of sockets");
+        pdk__gw_upstream_failed(c, "out of sockets");
         return;
     }
     bufferevent_set_max_single_read(c->upstream, MAX_SINGLE_READ);
@@ -372,7 +373,7 @@ static void connect_to(gw_conn *c, const struct sockaddr *sa, socklen_t len)
     if (bufferevent_socket_connect(c->upstream, sa, (int)len) < 0) {
         _cleanup_free_ char *what =
             xasprintf("cannot connect to %s:%u", c->host, (unsigned)c->port);
-        upstream_failed(c, what);
+        pdk__gw_upstream_failed(c, what);
     }
 }
 
@@ -385,7 +386,7 @@ static void on_resolved(int result, struct evutil_addrinfo *res, void *arg)
     if (result != 0) {
         _cleanup_free_ char *what =
             xasprintf("cannot resolve %s: %s", c->host, evutil_gai_strerror(result));
-        upstream_failed(c, what);
+        pdk__gw_upstream_failed(c, what);
         return;
     }
     const pdk_net_resolve *ov = pdk_net_rules_resolve(c->g->rules, c->host, c->port);
@@ -557,7 +558,7 @@ static char *tls_failure(gw_conn *c, struct bufferevent *bev)
 static void start_request(gw_conn *c);
 
 /* The client's next request, if one is already buffered (pipelining), else wait. */
-static void next_request(gw_conn *c)
+void pdk__gw_next_request(gw_conn *c)
 {
     pdk_http_head_free(c->req);
     c->req = NULL;
@@ -589,10 +590,10 @@ static void request_complete(gw_conn *c)
     if (keep && c->req->upgrade && pdk_http_parser_resume(c->requests) < 0)
         keep = false;
     if (!keep) {
-        conn_close_after_flush(c);
+        pdk__gw_close_after_flush(c);
         return;
     }
-    next_request(c);
+    pdk__gw_next_request(c);
 }
 
 /* Request body bytes and the end of the request, from the client's buffer. */
@@ -676,7 +677,7 @@ static void forward_response(gw_conn *c)
             _cleanup_free_ char *what = xasprintf("the upstream's response is not valid HTTP: %s",
                                                   r.reason ? r.reason : "?");
             if (c->status == 0)
-                upstream_failed(c, what);
+                pdk__gw_upstream_failed(c, what);
             else
                 pdk__gw_conn_free(c);
             return;
@@ -849,12 +850,21 @@ static void start_request(gw_conn *c)
         if (h->path && strcmp(h->path, "*") == 0)
             nr.path = "*";
     }
+    /* A placeholder on its way to another host; a client minting its own token with the
+     * placeholder secret (answered here). Before any rule. */
+    if (!connect && !pdk__gw_check_placeholders(c))
+        return;
+    if (!connect && pdk__gw_broker(c))
+        return;
     pdk_net_rules_judge(g->rules, &nr, &c->verdict);
     _cleanup_free_ char *how = pdk_policy_describe_net_rule(g->policy, c->verdict.rule);
     if (connect) {
         bool passthrough = pdk_net_rules_is_passthrough(g->rules, c->host);
-        if (!passthrough &&
-            !(c->verdict.scope == PDK_NET_DECIDED && c->verdict.decision == PDK_DECISION_DENY)) {
+        /* With credentials, a denied host is read too: a request carrying a placeholder
+         * there is an exfiltration attempt, and recorded as one. */
+        bool denied =
+            c->verdict.scope == PDK_NET_DECIDED && c->verdict.decision == PDK_DECISION_DENY;
+        if (!passthrough && (!denied || g->credential_count > 0)) {
             /* every request inside is read and judged: TLS interception */
             pdk_error e2 = {0};
             json_t *ev = pdk__gw_request_event(c, how);
@@ -1008,7 +1018,8 @@ static void capture_first_read(struct bufferevent *bev, void *arg)
         pdk_net_request nr = {.scheme = "https", .host = c->host, .port = c->port};
         pdk_net_rules_judge(c->g->rules, &nr, &c->verdict);
         bool passthrough = pdk_net_rules_is_passthrough(c->g->rules, c->host);
-        if (c->verdict.scope == PDK_NET_DECIDED && c->verdict.decision == PDK_DECISION_DENY) {
+        if (c->verdict.scope == PDK_NET_DECIDED && c->verdict.decision == PDK_DECISION_DENY &&
+            (passthrough || c->g->credential_count == 0)) {
             pdk__gw_refuse(c, 0, NULL, NULL);
             return;
         }
@@ -1119,7 +1130,10 @@ pdk_gateway *pdk_gateway_new(const pdk_gateway_config *cfg, pdk_error *err)
     g->diag_fd = -1;
     g->state_dir = xstrdup(cfg->state_dir);
     g->session_named = cfg->session_named;
-    pdk__gw_credentials_copy(g, cfg);
+    if (pdk__gw_credentials_copy(g, cfg, err) < 0) {
+        pdk_gateway_free(g);
+        return NULL;
+    }
     if (make_tls(g, cfg->state_dir, err) < 0) {
         pdk_gateway_free(g);
         return NULL;

@@ -43,8 +43,11 @@ typedef struct pdk_gateway pdk_gateway;
  * the run's placeholder). */
 typedef struct pdk_gateway_credential {
     const pdk_credential *policy; /* name, hosts, inject */
-    const char *value;            /* the real value; never leaves the gateway but upstream */
+    const char *value;            /* the real value (static); a minted token is the gateway's */
     const char *placeholder;      /* what the sandbox holds instead */
+    const char *placeholder_app_secret; /* feishu_tenant_token: for clients that mint their own */
+    int64_t expires_ns;                 /* of a minted value (0: static) */
+    int64_t lifetime_ns;                /* what the provider gave it at the mint */
 } pdk_gateway_credential;
 
 typedef struct pdk_gateway_config {

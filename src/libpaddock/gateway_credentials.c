@@ -9,15 +9,23 @@
  */
 #include "gateway_internal.h"
 
-void pdk__gw_credentials_copy(pdk_gateway *g, const pdk_gateway_config *cfg)
+int pdk__gw_credentials_copy(pdk_gateway *g, const pdk_gateway_config *cfg, pdk_error *err)
 {
     g->credential_count = cfg->credential_count;
     g->credentials = xcalloc(cfg->credential_count + 1, sizeof(*g->credentials));
     for (size_t i = 0; i < cfg->credential_count; i++) {
-        g->credentials[i].policy = cfg->credentials[i].policy;
-        g->credentials[i].value = xstrdup(cfg->credentials[i].value);
-        g->credentials[i].placeholder = xstrdup(cfg->credentials[i].placeholder);
+        pdk_gateway_credential *gc = &g->credentials[i];
+        gc->policy = cfg->credentials[i].policy;
+        gc->value = cfg->credentials[i].value ? xstrdup(cfg->credentials[i].value) : NULL;
+        gc->placeholder = xstrdup(cfg->credentials[i].placeholder);
+        gc->placeholder_app_secret = cfg->credentials[i].placeholder_app_secret
+                                         ? xstrdup(cfg->credentials[i].placeholder_app_secret)
+                                         : NULL;
+        if (gc->policy->provider == PDK_CREDENTIAL_FEISHU_TENANT_TOKEN &&
+            pdk__gw_token_fresh(g, gc, err) < 0)
+            return -1; /* the run stops before anything starts: the provider says why */
     }
+    return 0;
 }
 
 void pdk__gw_credentials_free(pdk_gateway *g)
@@ -28,6 +36,7 @@ void pdk__gw_credentials_free(pdk_gateway *g)
             sodium_memzero(v, strlen(v));
         free(v);
         free((char *)g->credentials[i].placeholder);
+        free((char *)g->credentials[i].placeholder_app_secret);
     }
     free(g->credentials);
     g->credentials = NULL;
@@ -76,24 +85,48 @@ static void refuse_exfiltration(gw_conn *c, const pdk_gateway_credential *gc, co
     pdk__gw_refuse(c, 403, "Forbidden", why);
 }
 
+bool pdk__gw_check_placeholders(gw_conn *c)
+{
+    pdk_http_head *h = c->req;
+    for (size_t i = 0; i < c->g->credential_count; i++) {
+        const pdk_gateway_credential *gc = &c->g->credentials[i];
+        if (bound(gc->policy, c->host))
+            continue;
+        const char *where = NULL;
+        for (size_t k = 0; k < h->header_count && !where; k++)
+            if (strstr(h->headers[k].value, gc->placeholder) ||
+                (gc->placeholder_app_secret &&
+                 strstr(h->headers[k].value, gc->placeholder_app_secret)))
+                where = h->headers[k].name;
+        if (!where && h->target &&
+            (strstr(h->target, gc->placeholder) ||
+             (gc->placeholder_app_secret && strstr(h->target, gc->placeholder_app_secret))))
+            where = "URL";
+        if (where) {
+            refuse_exfiltration(c, gc, where);
+            return false;
+        }
+    }
+    return true;
+}
+
 bool pdk__gw_apply_credentials(gw_conn *c)
 {
     pdk_gateway *g = c->g;
     pdk_http_head *h = c->req;
     for (size_t i = 0; i < g->credential_count; i++) {
         const pdk_gateway_credential *gc = &g->credentials[i];
-        if (!bound(gc->policy, c->host)) {
-            const char *where = NULL;
-            for (size_t k = 0; k < h->header_count && !where; k++)
-                if (strstr(h->headers[k].value, gc->placeholder))
-                    where = h->headers[k].name;
-            if (!where && h->target && strstr(h->target, gc->placeholder))
-                where = "URL";
-            if (where) {
-                refuse_exfiltration(c, gc, where);
-                return false;
-            }
+        if (!bound(gc->policy, c->host))
             continue;
+        pdk_error perr = {0};
+        if (gc->expires_ns && pdk__gw_token_fresh(g, (pdk_gateway_credential *)gc, &perr) < 0) {
+            /* never the placeholder upstream: the agent gets 502 and the reason */
+            json_t *ev = pdk__gw_request_event(c, "");
+            json_object_set_new(ev, "credential", json_string(gc->policy->name));
+            json_object_set_new(ev, "provider_error", json_string(perr.message));
+            pdk__gw_audit(g, "credential.provider_failed", ev);
+            pdk__gw_upstream_failed(c, perr.message);
+            return false;
         }
         bool used = false;
         for (size_t k = 0; k < h->header_count; k++) {
@@ -115,11 +148,137 @@ bool pdk__gw_apply_credentials(gw_conn *c)
                 sodium_memzero(v, strlen(v));
         }
         if (used) {
-            json_t *ev = json_pack("{s:I, s:I, s:s, s:s}", "conn", (json_int_t)c->id, "seq",
-                                   (json_int_t)c->seq, "credential", gc->policy->name, "host",
-                                   c->host);
+            json_t *ev =
+                json_pack("{s:I, s:I, s:s, s:s}", "conn", (json_int_t)c->id, "seq",
+                          (json_int_t)c->seq, "credential", gc->policy->name, "host", c->host);
             pdk__gw_audit(g, "credential.used", ev);
         }
     }
+    return true;
+}
+
+/* ---- token brokering ---- */
+
+#define BROKER_BODY_MAX (64 * 1024)
+
+static bool token_path(const char *path)
+{
+    return path && (strcmp(path, "/open-apis/auth/v3/tenant_access_token/internal") == 0 ||
+                    strcmp(path, "/open-apis/auth/v3/app_access_token/internal") == 0);
+}
+
+static pdk_gateway_credential *broker_for(gw_conn *c)
+{
+    if (!c->req || strcmp(c->req->method, "POST") != 0 || !token_path(c->path))
+        return NULL;
+    for (size_t i = 0; i < c->g->credential_count; i++) {
+        pdk_gateway_credential *gc = &c->g->credentials[i];
+        if (gc->policy->provider == PDK_CREDENTIAL_FEISHU_TENANT_TOKEN &&
+            gc->placeholder_app_secret && bound(gc->policy, c->host))
+            return gc;
+    }
+    return NULL;
+}
+
+/* The whole body is read: answer with the placeholder token, or refuse. */
+static void broker_answer(gw_conn *c, pdk_gateway_credential *gc)
+{
+    json_error_t jerr;
+    json_t *req =
+        json_loadb(c->broker_body.data ? c->broker_body.data : "", c->broker_body.len, 0, &jerr);
+    const char *secret = json_string_value(json_object_get(req, "app_secret"));
+    bool ours = secret && strcmp(secret, gc->placeholder_app_secret) == 0;
+    json_decref(req);
+    if (c->broker_body.data)
+        sodium_memzero(c->broker_body.data, c->broker_body.len);
+    pdk_buf_free(&c->broker_body);
+    c->verdict = (pdk_net_verdict){ours ? PDK_DECISION_ALLOW : PDK_DECISION_DENY, PDK_NET_DECIDED,
+                                   -1, "paddock answers this token endpoint"};
+    if (!ours) {
+        _cleanup_free_ char *why =
+            xasprintf("paddock answers this token endpoint for credential %s, and the app "
+                      "secret given is not the sandbox's placeholder",
+                      gc->policy->name);
+        pdk__gw_refuse(c, 403, "Forbidden", why);
+        return;
+    }
+    pdk_error err = {0};
+    if (pdk__gw_token_fresh(c->g, gc, &err) < 0) {
+        pdk__gw_upstream_failed(c, err.message);
+        return;
+    }
+    int64_t left = (gc->expires_ns - pdk_now_realtime_ns()) / 1000000000LL;
+    json_t *answer = json_pack("{s:i, s:s, s:s, s:s, s:I}", "code", 0, "msg", "ok",
+                               "tenant_access_token", gc->placeholder, "app_access_token",
+                               gc->placeholder, "expire", (json_int_t)(left > 0 ? left : 0));
+    char *text = json_dumps(answer, JSON_COMPACT);
+    json_decref(answer);
+    json_t *ev = pdk__gw_request_event(c, "");
+    json_object_set_new(ev, "credential", json_string(gc->policy->name));
+    json_object_set_new(ev, "expire", json_integer(left));
+    pdk__gw_audit(c->g, "credential.brokered", ev);
+    bool keep = c->req->keep_alive;
+    evbuffer_add_printf(bufferevent_get_output(c->client),
+                        "HTTP/1.1 200 OK\r\nContent-Type: application/json; charset=utf-8\r\n"
+                        "Content-Length: %zu\r\nX-Paddock-Decision: brokered\r\n%s\r\n%s",
+                        strlen(text), keep ? "" : "Connection: close\r\n", text);
+    free(text);
+    if (keep)
+        pdk__gw_next_request(c);
+    else
+        pdk__gw_close_after_flush(c);
+}
+
+static void broker_read(struct bufferevent *bev, void *arg)
+{
+    gw_conn *c = arg;
+    pdk_gateway_credential *gc = broker_for(c);
+    struct evbuffer *in = bufferevent_get_input(bev);
+    for (;;) {
+        size_t avail = evbuffer_get_contiguous_space(in);
+        const char *data = avail ? (const char *)evbuffer_pullup(in, (ev_ssize_t)avail) : "";
+        pdk_http_result r;
+        pdk_http_event e = pdk_http_parse(c->requests, data, avail, &r);
+        if (e == PDK_HTTP_BODY) {
+            if (c->broker_body.len + r.body_len > BROKER_BODY_MAX) {
+                c->verdict.decision = PDK_DECISION_DENY;
+                pdk__gw_refuse(c, 413, "Payload Too Large", "a token request over 64 KiB");
+                return;
+            }
+            pdk_buf_append(&c->broker_body, r.body, r.body_len);
+        } else if (e == PDK_HTTP_ERROR) {
+            pdk__gw_conn_free(c);
+            return;
+        }
+        evbuffer_drain(in, r.consumed);
+        if (e == PDK_HTTP_MESSAGE_COMPLETE) {
+            broker_answer(c, gc);
+            return;
+        }
+        if (e == PDK_HTTP_NEED_MORE)
+            return;
+    }
+}
+
+static void broker_event(struct bufferevent *bev, short what, void *arg)
+{
+    if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT))
+        pdk__gw_conn_free(arg);
+}
+
+bool pdk__gw_broker(gw_conn *c)
+{
+    if (!broker_for(c))
+        return false;
+    if (c->req->framing == PDK_HTTP_FRAMING_CHUNKED) {
+        /* the chunk framing would be in the body: not what a token client sends */
+        c->verdict = (pdk_net_verdict){PDK_DECISION_DENY, PDK_NET_DECIDED, -1, ""};
+        pdk__gw_refuse(c, 400, "Bad Request", "a chunked token request");
+        return true;
+    }
+    c->state = ST_BROKER;
+    bufferevent_setcb(c->client, broker_read, NULL, broker_event, c);
+    bufferevent_enable(c->client, EV_READ);
+    broker_read(c->client, c);
     return true;
 }

@@ -58,6 +58,7 @@ typedef enum conn_kind { CONN_PROXY, CONN_CAPTURE, CONN_DNS_TCP } conn_kind;
 typedef enum conn_state {
     ST_HEAD,
     ST_ASKING, /* held until a human answers (or the timeout) */
+    ST_BROKER, /* a token request answered by the gateway: its body is being read */
     ST_RESOLVING,
     ST_CONNECTING,
     ST_FORWARD,
@@ -119,6 +120,7 @@ struct gw_conn {
     bool tls_client;      /* the client side is intercepted TLS; upstreams are TLS too */
     bool sni_check;       /* a passthrough tunnel: the ClientHello must name the host */
     char approval_id[17]; /* ST_ASKING */
+    pdk_buf broker_body;  /* ST_BROKER */
     bool owner_looked;
     pid_t pid; /* the process whose socket this is, 0: unknown */
     char comm[16];
@@ -184,8 +186,24 @@ void pdk__gw_on_dns_tcp_accept(struct evconnlistener *l, evutil_socket_t fd, str
  * header, replace a placeholder); false (the request refused, recorded as an exfiltration
  * attempt) when it carries a placeholder to a host its credential is not bound to. */
 bool pdk__gw_apply_credentials(gw_conn *c);
-void pdk__gw_credentials_copy(pdk_gateway *g, const pdk_gateway_config *cfg);
+/* Before any rule: a request that carries a placeholder to a host its credential is not
+ * bound to is refused and recorded as an exfiltration attempt (false). */
+bool pdk__gw_check_placeholders(gw_conn *c);
+int pdk__gw_credentials_copy(pdk_gateway *g, const pdk_gateway_config *cfg, pdk_error *err);
 void pdk__gw_credentials_free(pdk_gateway *g);
+/* A request to a Feishu credential's token endpoint that carries its placeholder app
+ * secret: answered here with the placeholder token (true: the request is taken). */
+bool pdk__gw_broker(gw_conn *c);
+/* Flush what is queued for the client, then end the connection. */
+void pdk__gw_close_after_flush(gw_conn *c);
+/* The connection's next request (keep-alive). */
+void pdk__gw_next_request(gw_conn *c);
+/* Answer 502 with a JSON reason and end the connection. */
+void pdk__gw_upstream_failed(gw_conn *c, const char *what);
+
+/* gateway_providers.c: a minted credential valid for 5 more minutes at least (the vault's
+ * cached token, else a new one from the provider, cached). 0, or -1 with err. */
+int pdk__gw_token_fresh(pdk_gateway *g, pdk_gateway_credential *gc, pdk_error *err);
 
 /* gateway_owner.c */
 struct sock_owner *pdk__gw_owners_new(void);

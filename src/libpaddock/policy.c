@@ -1799,13 +1799,35 @@ static void credential_clear(pdk_credential *c)
 
 static void credential(parse_state *st, const char *field, yaml_node_t *n)
 {
-    enum { K_NAME, K_PROVIDER, K_VALUE, K_APP_ID, K_APP_SECRET, K_REFRESH, K_CLIENT_ID,
-           K_CLIENT_SECRET, K_TOKEN_URL, K_HOSTS, K_INJECT, K_PLACEHOLDER, K_BODY, K_COUNT };
+    enum {
+        K_NAME,
+        K_PROVIDER,
+        K_VALUE,
+        K_APP_ID,
+        K_APP_SECRET,
+        K_REFRESH,
+        K_CLIENT_ID,
+        K_CLIENT_SECRET,
+        K_TOKEN_URL,
+        K_HOSTS,
+        K_INJECT,
+        K_PLACEHOLDER,
+        K_BODY,
+        K_COUNT
+    };
     static const key_spec keys[] = {
-        {"name", NULL},          {"provider", NULL},   {"value", NULL},
-        {"app_id", NULL},        {"app_secret", NULL}, {"refresh_token", NULL},
-        {"client_id", NULL},     {"client_secret", NULL}, {"token_url", NULL},
-        {"hosts", NULL},         {"inject", NULL},     {"placeholder", NULL},
+        {"name", NULL},
+        {"provider", NULL},
+        {"value", NULL},
+        {"app_id", NULL},
+        {"app_secret", NULL},
+        {"refresh_token", NULL},
+        {"client_id", NULL},
+        {"client_secret", NULL},
+        {"token_url", NULL},
+        {"hosts", NULL},
+        {"inject", NULL},
+        {"placeholder", NULL},
         {"replace_in_body", NULL},
     };
     yaml_node_t *v[K_COUNT];
@@ -1906,8 +1928,10 @@ static void credential(parse_state *st, const char *field, yaml_node_t *n)
     yaml_node_item_t *items;
     size_t count = 0;
     if (!v[K_HOSTS]) {
-        diag_node(st, n, "%s: a credential needs \"hosts\" (where it may go, e.g. "
-                  "[open.feishu.cn])", field);
+        diag_node(st, n,
+                  "%s: a credential needs \"hosts\" (where it may go, e.g. "
+                  "[open.feishu.cn])",
+                  field);
         ok = false;
     } else if (list_items(st, f_K_HOSTS, v[K_HOSTS], &items, &count)) {
         c.hosts = xcalloc(1, sizeof(char *));
@@ -1973,22 +1997,28 @@ static void credential(parse_state *st, const char *field, yaml_node_t *n)
             if (pv[0] && !(c.placeholder_env = env_name_value(st, fe, pv[0])))
                 ok = false;
             if (pv[1] && provider != PDK_CREDENTIAL_FEISHU_TENANT_TOKEN) {
-                diag_node(st, pv[1], "%s: only a feishu_tenant_token credential has an app "
-                          "secret to stand in for (remove it)", fa);
+                diag_node(st, pv[1],
+                          "%s: only a feishu_tenant_token credential has an app "
+                          "secret to stand in for (remove it)",
+                          fa);
                 ok = false;
             } else if (pv[1] && !(c.placeholder_app_secret_env = env_name_value(st, fa, pv[1]))) {
                 ok = false;
             }
             if (!pv[0] && !pv[1]) {
-                diag_node(st, v[K_PLACEHOLDER], "%s: say where the sandbox finds the "
-                          "placeholder (env)", fp);
+                diag_node(st, v[K_PLACEHOLDER],
+                          "%s: say where the sandbox finds the "
+                          "placeholder (env)",
+                          fp);
                 ok = false;
             }
         }
     }
     if (!v[K_INJECT] && !v[K_PLACEHOLDER]) {
-        diag_node(st, n, "%s: a credential needs \"inject\" (a header on every request to its "
-                  "hosts) or \"placeholder\" (replaced where the sandbox sends it)", field);
+        diag_node(st, n,
+                  "%s: a credential needs \"inject\" (a header on every request to its "
+                  "hosts) or \"placeholder\" (replaced where the sandbox sends it)",
+                  field);
         ok = false;
     }
     if (v[K_BODY] && !parse_bool(st, f_K_BODY, v[K_BODY], &c.replace_in_body))
@@ -2097,10 +2127,11 @@ static void handle_network(parse_state *st, const char *field, yaml_node_t *n)
 }
 
 static const key_spec top_keys[] = {
-    {"version", handle_version},   {"filesystem", handle_filesystem}, {"env", handle_env},
-    {"limits", handle_limits},     {"landlock", handle_landlock},     {"sandbox", handle_sandbox},
-    {"commands", handle_commands}, {"approvals", handle_approvals},   {"network", handle_network},
-    {"credentials", handle_credentials},
+    {"version", handle_version},   {"filesystem", handle_filesystem},
+    {"env", handle_env},           {"limits", handle_limits},
+    {"landlock", handle_landlock}, {"sandbox", handle_sandbox},
+    {"commands", handle_commands}, {"approvals", handle_approvals},
+    {"network", handle_network},   {"credentials", handle_credentials},
 };
 
 /* ---- libyaml ---- */

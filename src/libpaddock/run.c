@@ -51,7 +51,7 @@ typedef struct run_state {
     pdk_gateway *gateway;                     /* network section */
     uint16_t *egress_ports;
     pdk_gateway_credential *credentials; /* values from the vault, placeholders of the run */
-    char **credential_env;                 /* NAME=placeholder for the sandbox */
+    char **credential_env;               /* NAME=placeholder for the sandbox */
 } run_state;
 
 /* ---- the audit events of a run ---- */
@@ -444,28 +444,38 @@ static int load_credentials(run_state *st, pdk_error *err)
     int ret = 0;
     for (size_t i = 0; i < n && ret == 0; i++) {
         const pdk_credential *c = &st->policy->credentials[i];
-        if (c->provider != PDK_CREDENTIAL_STATIC) {
+        if (c->provider == PDK_CREDENTIAL_OAUTH2_REFRESH) {
             ret = pdk_error_set(err, 0,
-                                "credential %s: the %s provider is not in this version of "
-                                "paddock yet (use provider: static with a token in the vault)",
-                                c->name, pdk_credential_provider_name(c->provider));
-            break;
-        }
-        const char *value = pdk_vault_get(vault, c->value_secret, true, err);
-        if (!value) {
-            ret = pdk_error_prefix(err, "credential %s", c->name);
+                                "credential %s: the oauth2_refresh provider is not in this "
+                                "version of paddock yet (static and feishu_tenant_token are)",
+                                c->name);
             break;
         }
         st->credentials[i].policy = c;
-        st->credentials[i].value = xstrdup(value);
+        if (c->provider == PDK_CREDENTIAL_STATIC) {
+            const char *value = pdk_vault_get(vault, c->value_secret, true, err);
+            if (!value) {
+                ret = pdk_error_prefix(err, "credential %s", c->name);
+                break;
+            }
+            st->credentials[i].value = xstrdup(value);
+            pdk_audit_redact(value);
+        } else {
+            /* the gateway mints the token; the sandbox gets a stand-in for the app secret
+             * too, which the gateway's answer to the token endpoint accepts */
+            st->credentials[i].placeholder_app_secret = make_placeholder(&(pdk_credential){0});
+            pdk_audit_redact(st->credentials[i].placeholder_app_secret);
+            if (c->placeholder_app_secret_env)
+                pdk_strv_push_take(&st->credential_env,
+                                   xasprintf("%s=%s", c->placeholder_app_secret_env,
+                                             st->credentials[i].placeholder_app_secret));
+        }
         st->credentials[i].placeholder = make_placeholder(c);
         /* nothing of them in any event or log line */
-        pdk_audit_redact(value);
         pdk_audit_redact(st->credentials[i].placeholder);
         if (c->placeholder_env)
-            pdk_strv_push_take(&st->credential_env,
-                               xasprintf("%s=%s", c->placeholder_env,
-                                         st->credentials[i].placeholder));
+            pdk_strv_push_take(&st->credential_env, xasprintf("%s=%s", c->placeholder_env,
+                                                              st->credentials[i].placeholder));
     }
     pdk_vault_close(vault);
     return ret;
@@ -479,6 +489,7 @@ static void free_credentials(run_state *st)
             sodium_memzero(v, strlen(v));
         free(v);
         free((char *)st->credentials[i].placeholder);
+        free((char *)st->credentials[i].placeholder_app_secret);
     }
     free(st->credentials);
     st->credentials = NULL;

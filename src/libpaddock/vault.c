@@ -354,16 +354,14 @@ static int do_remove(pdk_vault *v, void *arg, pdk_error *err)
 {
     const char *name = arg;
     if (json_object_del(v->secrets, name) < 0)
-        return pdk_error_set(err, 0, "no secret %s in the vault (see paddock secret list)",
-                             name);
+        return pdk_error_set(err, 0, "no secret %s in the vault (see paddock secret list)", name);
     return 0;
 }
 
 int pdk_vault_remove(pdk_vault *v, const char *name, pdk_error *err)
 {
     if (!json_object_get(v->secrets, name) && access(v->path, F_OK) < 0)
-        return pdk_error_set(err, 0, "no secret %s in the vault (see paddock secret list)",
-                             name);
+        return pdk_error_set(err, 0, "no secret %s in the vault (see paddock secret list)", name);
     return change(v, do_remove, (void *)name, err);
 }
 

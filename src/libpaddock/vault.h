@@ -38,8 +38,9 @@ bool pdk_vault_name_valid(const char *name);
  * value the user gave, "token" for one a provider minted. */
 int pdk_vault_set(pdk_vault *vault, const char *name, const char *kind, const char *value,
                   size_t len, pdk_error *err);
-/* The value of name (owned by the vault; NUL-terminated), or NULL with err when there is
- * none. touch: record the use (written at once). */
+/* The value of name (owned by the vault, NUL-terminated, valid until the vault's next
+ * write: set, remove, or a get with touch), or NULL with err when there is none. touch:
+ * record the use (written at once). */
 const char *pdk_vault_get(pdk_vault *vault, const char *name, bool touch, pdk_error *err);
 /* Remove name; -1 with err when there is none. */
 int pdk_vault_remove(pdk_vault *vault, const char *name, pdk_error *err);

@@ -589,7 +589,8 @@ static void test_unknown_keys(void **state)
             NAME ":7:1: unknown key \"Sandbox\" at the top level (did you mean \"sandbox\"?)",
             NAME ":8:1: unknown key \"limit\" at the top level (did you mean \"limits\"?)",
             NAME ":9:1: unknown key \"xyzzy\" at the top level (known keys: version, "
-                 "filesystem, env, limits, landlock, sandbox, commands, approvals, network, credentials)",
+                 "filesystem, env, limits, landlock, sandbox, commands, approvals, network, "
+                 "credentials)",
             NAME ":11:3: unknown key \"Pass\" in \"env\" (did you mean \"pass\"?)", NULL});
     pdk_strv_free(lines);
 
