@@ -253,6 +253,7 @@ void pdk__gw_upstream_failed(gw_conn *c, const char *what)
 static void on_upstream_ready(gw_conn *c);
 static void forward_response(gw_conn *c);
 static char *tls_failure(gw_conn *c, struct bufferevent *bev);
+static bool upstream_tls(const gw_conn *c);
 static void intercept(gw_conn *c, const char *host, uint16_t port);
 static void client_read(struct bufferevent *bev, void *arg);
 
@@ -268,7 +269,7 @@ static void upstream_event(struct bufferevent *bev, short what, void *arg)
     if (c->state == ST_CONNECTING) {
         int e = EVUTIL_SOCKET_ERROR();
         _cleanup_free_ char *what_s =
-            c->tls_client ? tls_failure(c, bev)
+            upstream_tls(c) ? tls_failure(c, bev)
                           : xasprintf("cannot connect to %s:%u: %s", c->host, (unsigned)c->port,
                                       evutil_socket_error_to_string(e));
         pdk__gw_upstream_failed(c, what_s);
@@ -331,6 +332,14 @@ static bool address_allowed(gw_conn *c, const struct sockaddr *sa, socklen_t len
     return false;
 }
 
+/* Whether the upstream connection is TLS: an intercepted one, or an absolute-form https://
+ * request (clients such as axios send those to a proxy instead of a CONNECT). */
+static bool upstream_tls(const gw_conn *c)
+{
+    return c->tls_client ||
+           (c->req && c->req->scheme && strcmp(c->req->scheme, "https") == 0 && !pdk__gw_pinned(c));
+}
+
 /* An SSL toward the upstream: SNI and the certificate checked for the request's host (not
  * a `resolve` target's). */
 static SSL *upstream_ssl(gw_conn *c)
@@ -351,7 +360,7 @@ static SSL *upstream_ssl(gw_conn *c)
 static void connect_to(gw_conn *c, const struct sockaddr *sa, socklen_t len)
 {
     c->state = ST_CONNECTING;
-    if (c->tls_client) {
+    if (upstream_tls(c)) {
         SSL *ssl = upstream_ssl(c);
         c->upstream =
             ssl ? bufferevent_openssl_socket_new(c->g->base, -1, ssl, BUFFEREVENT_SSL_CONNECTING,

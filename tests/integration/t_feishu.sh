@@ -121,6 +121,45 @@ expect_match "the exfiltration attempt is recorded" '"kind":"credential.exfiltra
 expect_match "the token was minted (once)" '"kind":"credential.minted"' "$OUT"
 expect_eq "... and only once so far" 1 "$(grep -c '"path": "/open-apis/auth/v3/tenant_access_token/internal"' "$T/fs.log")"
 
+# The same with the official Node SDK in its usual form (new Client({appId, appSecret})
+# given the placeholders: it fetches its own token, which the gateway answers).
+sdk="$PADDOCK_TOP/tests/node/node_modules"
+if command -v node >/dev/null && [ -d "$sdk/@larksuiteoapi/node-sdk" ]; then
+    cp "$PADDOCK_TOP/tests/node/feishu_sdk.js" "$WS/"
+    printf 'env:\n  set: {NODE_PATH: "%s"}\n' "$sdk" >>"$T/feishu.yaml"
+    mints_before=$(grep -c '"path": "/open-apis/auth/v3/tenant_access_token/internal"' "$T/fs.log")
+    start_bg node.fifo --workspace "$WS" --policy "$T/feishu.yaml" -- node feishu_sdk.js
+    read_bg_line
+    expect_eq "node SDK: the read works with only placeholders inside" "read 0 2" "$BG_LINE"
+    ID=""
+    for _ in $(seq 100); do
+        pdk approvals --json
+        ID=$(printf '%s\n' "$OUT" | "$PYTHON" -c '
+import json, sys
+for l in sys.stdin:
+    if l.strip():
+        j = json.loads(l)
+        if j["state"] == "pending" and (j.get("request") or {}).get("method") == "POST":
+            print(j["id"]); break' 2>/dev/null)
+        [ -n "$ID" ] && break
+        sleep 0.1
+    done
+    expect_ne "node SDK: its create is held" "" "$ID"
+    pdk approve "$ID"
+    read_bg_line
+    expect_eq "... and made once approved" "create 0 true" "$BG_LINE"
+    read_bg_line
+    expect_eq "node SDK: its delete is refused" "delete refused 403" "$BG_LINE"
+    wait "$BG_PID" 2>/dev/null
+    expect_eq "node SDK: its own token request never reached the server (answered by paddock)" \
+        "$mints_before" "$(grep -c '"path": "/open-apis/auth/v3/tenant_access_token/internal"' "$T/fs.log")"
+    pdk audit --json
+    expect_match "node SDK: the brokered token call is recorded" '"kind":"credential.brokered"' "$OUT"
+    policy # without the NODE_PATH line again
+else
+    skip "node SDK: the Node client (tests/node, installed by scripts/bootstrap) is not there"
+fi
+
 # Kept across a restart: a second run uses the cached token (no new mint).
 wrun --policy "$T/feishu.yaml" -- sh -c 'curl -sS --max-time 20 -o /dev/null -w "%{http_code}\n" https://open.feishu.cn/open-apis/bitable/v1/apps/bascExample/tables/tblExample/records'
 expect_eq "a second run reads with the cached token" 200 "$OUT"
