@@ -4,6 +4,8 @@
   latency     added latency per request through the explicit proxy with keep-alive: a
               client in the sandbox sends N GETs on one connection through the proxy; the
               same client on the host sends them straight to the upstream (p50 of each)
+  inject      the same through the proxy with a credential injected on every request
+              (placeholder replaced and header set) against without: what injection adds
   tunnel      a 100 MB download through a CONNECT tunnel (TLS end to end, passthrough)
               against the same download straight from the upstream
   intercept   the same download with TLS intercepted at the gateway (decrypted, judged,
@@ -175,10 +177,18 @@ def main():
                     ' "pass.test:443": "127.0.0.1:%d"}\n'
                     "  upstream_ca: [%s/ca.pem]\n" % (http_port, tls_port, tls_port, work))
 
-        def sandboxed(*cmd, timeout=300):
-            r = subprocess.run([paddock, "run", "--workspace", ws, "--policy", policy, "--"] +
-                               list(cmd), env=env, cwd=ws, capture_output=True, text=True,
-                               timeout=timeout)
+        cred_policy = os.path.join(work, "cred.yaml")
+        with open(policy) as f, open(cred_policy, "w") as out:
+            out.write(f.read() + "credentials:\n  - {name: bench, provider: static, value: "
+                      "{secret: bench_token}, hosts: [up.test], inject: {header: Authorization, "
+                      "value: \"Bearer {token}\"}, placeholder: {env: BENCH_TOKEN}}\n")
+        subprocess.run([paddock, "secret", "set", "bench_token"], input="t-bench-" + "x" * 40,
+                       env=env, text=True, check=True, capture_output=True)
+
+        def sandboxed(*cmd, timeout=300, pol=None):
+            r = subprocess.run([paddock, "run", "--workspace", ws, "--policy", pol or policy,
+                                "--"] + list(cmd), env=env, cwd=ws, capture_output=True,
+                               text=True, timeout=timeout)
             return r.stdout
 
         def curl_speed(url, *extra, inside=False):
@@ -200,6 +210,15 @@ def main():
         d, p = statistics.median(direct), statistics.median(proxied)
         print(f"latency direct          p50 {d:8.1f} us a request (keep-alive, {n} requests)")
         print(f"latency through proxy   p50 {p:8.1f} us; added {p - d:6.1f} us (target <= 300 us)")
+        plain, injected = [], []
+        for _ in range(3):
+            plain.append(json.loads(sandboxed("python3", "client.py", "latency", "up.test",
+                                              "80", str(n), "proxy"))["p50"])
+            injected.append(json.loads(sandboxed("python3", "client.py", "latency", "up.test",
+                                                 "80", str(n), "proxy", pol=cred_policy))["p50"])
+        pl, ij = statistics.median(plain), statistics.median(injected)
+        print(f"latency with injection  p50 {ij:8.1f} us; injection adds {ij - pl:6.1f} us "
+              f"(without: {pl:.1f} us)")
 
         url = "https://dl.test:%d/big" % tls_port
         speeds = {"direct": [], "tunnel": [], "intercept": []}
@@ -220,7 +239,8 @@ def main():
         print(f"concurrent connections  {c['held']} held, {c['ok']} answered, {c['errors']} errors "
               f"(of {conns})")
         print(json.dumps({"latency_direct_p50_us": d, "latency_proxy_p50_us": p,
-                          "latency_added_us": p - d, "download_direct_mib_s": sp["direct"],
+                          "latency_added_us": p - d, "latency_injected_p50_us": ij,
+                          "injection_added_us": ij - pl, "download_direct_mib_s": sp["direct"],
                           "tunnel_mib_s": sp["tunnel"], "intercept_mib_s": sp["intercept"],
                           "tunnel_ratio": sp["tunnel"] / sp["direct"],
                           "intercept_ratio": sp["intercept"] / sp["direct"],

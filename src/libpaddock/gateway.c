@@ -270,8 +270,8 @@ static void upstream_event(struct bufferevent *bev, short what, void *arg)
         int e = EVUTIL_SOCKET_ERROR();
         _cleanup_free_ char *what_s =
             upstream_tls(c) ? tls_failure(c, bev)
-                          : xasprintf("cannot connect to %s:%u: %s", c->host, (unsigned)c->port,
-                                      evutil_socket_error_to_string(e));
+                            : xasprintf("cannot connect to %s:%u: %s", c->host, (unsigned)c->port,
+                                        evutil_socket_error_to_string(e));
         pdk__gw_upstream_failed(c, what_s);
         return;
     }
@@ -1150,10 +1150,15 @@ pdk_gateway *pdk_gateway_new(const pdk_gateway_config *cfg, pdk_error *err)
     return g;
 }
 
-const char *pdk_gateway_ca_bundle(pdk_gateway *g, pdk_error *err)
+char *pdk_gateway_ca_bundle(const char *state_dir, pdk_error *err)
 {
+    pdk_tls_ca *ca = NULL;
     const char *path = NULL;
-    return pdk_tls_ca_bundle(g->ca, &path, err) < 0 ? NULL : path;
+    if (pdk_tls_ca_open(state_dir, &ca, err) < 0)
+        return NULL;
+    char *copy = pdk_tls_ca_bundle(ca, &path, err) < 0 ? NULL : xstrdup(path);
+    pdk_tls_ca_free(ca);
+    return copy;
 }
 
 char *pdk_gateway_ca_pem(const char *state_dir, pdk_error *err)

@@ -77,8 +77,9 @@ void pdk_gateway_stats_get(const pdk_gateway *gateway, pdk_gateway_stats *out);
 /* Close every connection and socket. NULL-safe. */
 void pdk_gateway_free(pdk_gateway *gateway);
 
-/* The bundle sandboxes trust (the host's roots plus paddock's CA), made when stale. */
-const char *pdk_gateway_ca_bundle(pdk_gateway *gateway, pdk_error *err);
+/* The bundle sandboxes trust (the host's roots plus paddock's CA, the CA made when there is
+ * none), made when stale: its path (new string). */
+char *pdk_gateway_ca_bundle(const char *state_dir, pdk_error *err);
 /* paddock's CA certificate in PEM (new string), the CA made when there is none. */
 char *pdk_gateway_ca_pem(const char *state_dir, pdk_error *err);
 
@@ -94,11 +95,11 @@ typedef struct pdk_gateway_module {
                   const pdk_egress_socket *socks, size_t count);
     void (*stats)(const pdk_gateway *gateway, pdk_gateway_stats *out);
     void (*destroy)(pdk_gateway *gateway);
-    const char *(*ca_bundle)(pdk_gateway *gateway, pdk_error *err);
+    char *(*ca_bundle)(const char *state_dir, pdk_error *err);
     char *(*ca_pem)(const char *state_dir, pdk_error *err);
 } pdk_gateway_module;
 
-#define PDK_GATEWAY_ABI    2
+#define PDK_GATEWAY_ABI    3
 #define PDK_GATEWAY_SYMBOL "pdk_gateway_module_v1"
 
 /* In paddock (gateway_module.c): the module next to the executable, or in the installed

@@ -254,6 +254,8 @@ static bool idle_step(void *arg)
 }
 
 /* After the clone, while the sandbox builds its base tree: the new session's directory. */
+static int after_clone(void *arg, pdk_error *err);
+
 static int materialize_session(void *arg, pdk_error *err)
 {
     run_state *st = arg;
@@ -366,7 +368,7 @@ static int build_config(run_state *st, pdk_error *err)
     cfg->timeout_seconds = opt->timeout_seconds >= 0 ? opt->timeout_seconds : pol->timeout_seconds;
     cfg->cgroup_name = xasprintf("paddock-%s-%d", st->session->id, (int)getpid());
 
-    cfg->after_clone = materialize_session;
+    cfg->after_clone = after_clone;
     cfg->after_clone_arg = st;
     cfg->before_command = record_start;
     cfg->before_command_arg = st;
@@ -384,7 +386,11 @@ static void serve_gateway(void *arg, struct event_base *base, pid_t init_pid,
                           const pdk_egress_socket *socks, size_t count)
 {
     run_state *st = arg;
-    st->gateway_module->serve(st->gateway, base, init_pid, socks, count);
+    if (st->gateway)
+        st->gateway_module->serve(st->gateway, base, init_pid, socks, count);
+    else
+        for (size_t i = 0; i < count; i++)
+            close(socks[i].fd);
 }
 
 /* The end of the sandbox, on the supervisor's loop: the gateway's connections end. */
@@ -430,39 +436,25 @@ static char *make_placeholder(const pdk_credential *c)
                      hex);
 }
 
-/* The credentials' values from the vault, and a placeholder for each (new every run). */
-static int load_credentials(run_state *st, pdk_error *err)
+/* A placeholder for each credential (new every run), for the sandbox's environment. No
+ * secret is touched here: this runs before the sandbox is cloned, and a clone copies the
+ * supervisor's memory into the sandbox's init. */
+static void make_placeholders(run_state *st)
 {
     size_t n = st->policy->credential_count;
-    if (n == 0)
-        return 0;
-    pdk_vault *vault = NULL;
-    if (pdk_vault_open(st->state_dir, false, &vault, err) < 0)
-        return -1;
-    st->credentials = xcalloc(n, sizeof(*st->credentials));
+    st->credentials = xcalloc(n + 1, sizeof(*st->credentials));
     st->credential_env = xcalloc(1, sizeof(char *));
-    int ret = 0;
-    for (size_t i = 0; i < n && ret == 0; i++) {
+    for (size_t i = 0; i < n; i++) {
         const pdk_credential *c = &st->policy->credentials[i];
-        if (c->provider == PDK_CREDENTIAL_OAUTH2_REFRESH) {
-            ret = pdk_error_set(err, 0,
-                                "credential %s: the oauth2_refresh provider is not in this "
-                                "version of paddock yet (static and feishu_tenant_token are)",
-                                c->name);
-            break;
-        }
         st->credentials[i].policy = c;
-        if (c->provider == PDK_CREDENTIAL_STATIC) {
-            const char *value = pdk_vault_get(vault, c->value_secret, true, err);
-            if (!value) {
-                ret = pdk_error_prefix(err, "credential %s", c->name);
-                break;
-            }
-            st->credentials[i].value = xstrdup(value);
-            pdk_audit_redact(value);
-        } else {
-            /* the gateway mints the token; the sandbox gets a stand-in for the app secret
-             * too, which the gateway's answer to the token endpoint accepts */
+        st->credentials[i].placeholder = make_placeholder(c);
+        pdk_audit_redact(st->credentials[i].placeholder);
+        if (c->placeholder_env)
+            pdk_strv_push_take(&st->credential_env, xasprintf("%s=%s", c->placeholder_env,
+                                                              st->credentials[i].placeholder));
+        if (c->provider == PDK_CREDENTIAL_FEISHU_TENANT_TOKEN) {
+            /* a stand-in for the app secret too, which the gateway's answer to the token
+             * endpoint accepts */
             st->credentials[i].placeholder_app_secret = make_placeholder(&(pdk_credential){0});
             pdk_audit_redact(st->credentials[i].placeholder_app_secret);
             if (c->placeholder_app_secret_env)
@@ -470,15 +462,64 @@ static int load_credentials(run_state *st, pdk_error *err)
                                    xasprintf("%s=%s", c->placeholder_app_secret_env,
                                              st->credentials[i].placeholder_app_secret));
         }
-        st->credentials[i].placeholder = make_placeholder(c);
-        /* nothing of them in any event or log line */
-        pdk_audit_redact(st->credentials[i].placeholder);
-        if (c->placeholder_env)
-            pdk_strv_push_take(&st->credential_env, xasprintf("%s=%s", c->placeholder_env,
-                                                              st->credentials[i].placeholder));
+    }
+}
+
+/* The static credentials' values from the vault (after the clone). */
+static int load_credential_values(run_state *st, pdk_error *err)
+{
+    size_t n = st->policy->credential_count;
+    if (n == 0)
+        return 0;
+    pdk_vault *vault = NULL;
+    if (pdk_vault_open(st->state_dir, false, &vault, err) < 0)
+        return -1;
+    int ret = 0;
+    for (size_t i = 0; i < n && ret == 0; i++) {
+        const pdk_credential *c = &st->policy->credentials[i];
+        if (c->provider != PDK_CREDENTIAL_STATIC)
+            continue;
+        const char *value = pdk_vault_get(vault, c->value_secret, true, err);
+        if (!value) {
+            ret = pdk_error_prefix(err, "credential %s", c->name);
+            break;
+        }
+        st->credentials[i].value = xstrdup(value);
+        pdk_audit_redact(value);
     }
     pdk_vault_close(vault);
     return ret;
+}
+
+/* Before the clone: what fails without touching a secret (a provider this version lacks). */
+static int check_credentials(run_state *st, pdk_error *err)
+{
+    for (size_t i = 0; i < st->policy->credential_count; i++) {
+        const pdk_credential *c = &st->policy->credentials[i];
+        if (c->provider == PDK_CREDENTIAL_OAUTH2_REFRESH)
+            return pdk_error_set(err, 0,
+                                 "credential %s: the oauth2_refresh provider is not in this "
+                                 "version of paddock yet (static and feishu_tenant_token are)",
+                                 c->name);
+    }
+    return 0;
+}
+
+/* After the clone, in the supervisor: the secrets and the gateway that holds them (its CA
+ * key, minted tokens), none of which the sandbox's init got a copy of. */
+static int start_gateway(run_state *st, pdk_error *err)
+{
+    if (load_credential_values(st, err) < 0)
+        return -1;
+    pdk_gateway_config gc = {.policy = st->policy,
+                             .credentials = st->credentials,
+                             .credential_count = st->policy->credential_count,
+                             .spool = st->spool,
+                             .session = st->session->id,
+                             .state_dir = st->state_dir,
+                             .session_named = st->session->named};
+    st->gateway = st->gateway_module->create(&gc, err);
+    return st->gateway ? 0 : -1;
 }
 
 static void free_credentials(run_state *st)
@@ -497,6 +538,15 @@ static void free_credentials(run_state *st)
     st->credential_env = NULL;
 }
 
+/* Once the sandbox is cloned (in the supervisor): the session on disk, and the gateway. */
+static int after_clone(void *arg, pdk_error *err)
+{
+    run_state *st = arg;
+    if (materialize_session(st, err) < 0)
+        return -1;
+    return st->cfg.egress ? start_gateway(st, err) : 0;
+}
+
 /* The egress gateway for a policy with a network section: the module, the sockets init
  * makes for it, the proxy variables, and a resolv.conf that names the DNS stub. */
 static int setup_egress(run_state *st, pdk_error *err)
@@ -505,18 +555,9 @@ static int setup_egress(run_state *st, pdk_error *err)
     st->gateway_module = pdk_gateway_module_load(err);
     if (!st->gateway_module || open_spool(st, err) < 0)
         return -1;
-    if (load_credentials(st, err) < 0)
+    if (check_credentials(st, err) < 0)
         return -1;
-    pdk_gateway_config gc = {.policy = st->policy,
-                             .credentials = st->credentials,
-                             .credential_count = st->policy->credential_count,
-                             .spool = st->spool,
-                             .session = st->session->id,
-                             .state_dir = st->state_dir,
-                             .session_named = st->session->named};
-    st->gateway = st->gateway_module->create(&gc, err);
-    if (!st->gateway)
-        return -1;
+    make_placeholders(st);
     cfg->egress = true;
     st->egress_ports = pdk_net_rules_ports(&st->policy->network, &cfg->egress_port_count);
     cfg->egress_ports = st->egress_ports;
@@ -536,7 +577,7 @@ static int setup_egress(run_state *st, pdk_error *err)
 
     /* The trusted roots inside: the host's plus paddock's CA, over the distribution's
      * bundle when there is one, else beside the proxy's other files in /run. */
-    const char *bundle = st->gateway_module->ca_bundle(st->gateway, err);
+    _cleanup_free_ char *bundle = st->gateway_module->ca_bundle(st->state_dir, err);
     if (!bundle)
         return -1;
     struct stat sb;

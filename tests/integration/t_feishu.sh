@@ -121,6 +121,59 @@ expect_match "the exfiltration attempt is recorded" '"kind":"credential.exfiltra
 expect_match "the token was minted (once)" '"kind":"credential.minted"' "$OUT"
 expect_eq "... and only once so far" 1 "$(grep -c '"path": "/open-apis/auth/v3/tenant_access_token/internal"' "$T/fs.log")"
 
+# Memory of a sandbox process, read from outside while it runs (after it made an
+# authenticated request): neither the real token nor the app secret is in it.
+cat >"$WS/hold.py" <<'EOF2'
+import os, time, urllib.request
+tok = os.environ["LARKSUITE_CLI_TENANT_ACCESS_TOKEN"]
+url = "https://open.feishu.cn/open-apis/bitable/v1/apps/bascExample/tables/tblExample/records"
+body = urllib.request.urlopen(urllib.request.Request(url, headers={"Authorization": "Bearer " + tok})).read()
+print("ready", len(body) > 0, flush=True)
+time.sleep(60)
+EOF2
+start_bg hold.fifo --workspace "$WS" --policy "$T/feishu.yaml" -- python3 hold.py
+read_bg_line
+expect_eq "a sandbox process made an authenticated request and holds on" "ready True" "$BG_LINE"
+scan=$("$PYTHON" - "$BG_PID" "$real" "$app_secret" <<'PY'
+import os, sys
+root, secrets = int(sys.argv[1]), [s.encode() for s in sys.argv[2:]]
+def parent(pid):
+    try:
+        return int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
+    except OSError:
+        return 0
+def under(pid):
+    while pid > 1:
+        if pid == root: return True
+        pid = parent(pid)
+    return False
+found, scanned = [], 0
+for d in os.listdir("/proc"):
+    if not d.isdigit() or not under(int(d)) or int(d) == root: continue
+    pid = int(d)
+    try:
+        blobs = [open(f"/proc/{pid}/environ", "rb").read(), open(f"/proc/{pid}/cmdline", "rb").read()]
+        with open(f"/proc/{pid}/maps") as maps, open(f"/proc/{pid}/mem", "rb", 0) as mem:
+            for line in maps:
+                addr, perms = line.split()[:2]
+                if "r" not in perms: continue
+                lo, hi = (int(x, 16) for x in addr.split("-"))
+                try:
+                    mem.seek(lo); blobs.append(mem.read(hi - lo))
+                except (OSError, ValueError, OverflowError):
+                    pass
+    except OSError:
+        continue
+    scanned += 1
+    for b in blobs:
+        for s in secrets:
+            if s in b: found.append(pid)
+print(scanned, len(found))
+PY
+)
+stop_pid "$BG_PID"
+expect_match "the memory of every sandbox process holds neither the token nor the secret" "^[1-9][0-9]* 0$" "$scan"
+
 # The same with the official Node SDK in its usual form (new Client({appId, appSecret})
 # given the placeholders: it fetches its own token, which the gateway answers).
 sdk="$PADDOCK_TOP/tests/node/node_modules"
