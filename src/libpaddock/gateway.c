@@ -1152,13 +1152,8 @@ pdk_gateway *pdk_gateway_new(const pdk_gateway_config *cfg, pdk_error *err)
 
 char *pdk_gateway_ca_bundle(const char *state_dir, pdk_error *err)
 {
-    pdk_tls_ca *ca = NULL;
-    const char *path = NULL;
-    if (pdk_tls_ca_open(state_dir, &ca, err) < 0)
-        return NULL;
-    char *copy = pdk_tls_ca_bundle(ca, &path, err) < 0 ? NULL : xstrdup(path);
-    pdk_tls_ca_free(ca);
-    return copy;
+    char *path = NULL;
+    return pdk_tls_ca_bundle_of(state_dir, &path, err) < 0 ? NULL : path;
 }
 
 char *pdk_gateway_ca_pem(const char *state_dir, pdk_error *err)

@@ -13,6 +13,7 @@
 #include <openssl/pem.h>
 #include <openssl/rand.h>
 #include <openssl/x509v3.h>
+#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,12 +135,14 @@ static int create_ca(const char *state_dir, const char *dir, pdk_error *err)
 {
     EVP_PKEY *key = EVP_EC_gen("P-256");
     X509 *cert = key ? make_ca_cert(key) : NULL;
-    _cleanup_free_ char *key_pem = cert ? pem_of(write_key, key) : NULL;
+    char *key_pem = cert ? pem_of(write_key, key) : NULL;
     _cleanup_free_ char *cert_pem = cert ? pem_of(write_cert, cert) : NULL;
     X509_free(cert);
     EVP_PKEY_free(key);
-    if (!key_pem || !cert_pem)
+    if (!key_pem || !cert_pem) {
+        free(key_pem);
         return pdk_error_set(err, EIO, "cannot make paddock's CA: %s", ssl_error());
+    }
     _cleanup_free_ char *tmp =
         xasprintf("%s/.ca-%d-%lx", state_dir, (int)getpid(), (unsigned long)random());
     if (mkdir(tmp, 0700) < 0)
@@ -151,6 +154,10 @@ static int create_ca(const char *state_dir, const char *dir, pdk_error *err)
         ret = pdk_error_set(err, errno, "cannot write paddock's CA in %s", tmp);
     } else if (rename(tmp, dir) < 0 && errno != EEXIST && errno != ENOTEMPTY) {
         ret = pdk_error_set(err, errno, "cannot put paddock's CA in place (%s)", dir);
+    }
+    if (key_pem) { /* (this may run before a sandbox is cloned from this process) */
+        sodium_memzero(key_pem, strlen(key_pem));
+        free(key_pem);
     }
     /* Lost the race, or failed: what is left of ours goes. */
     if (access(tmp, F_OK) == 0) {
@@ -310,4 +317,32 @@ int pdk_tls_ca_leaf(pdk_tls_ca *ca, const char *host, X509 **cert, EVP_PKEY **ke
     *cert = x;
     *key = ca->leaf_key;
     return 0;
+}
+
+int pdk_tls_ca_bundle_of(const char *state_dir, char **path, pdk_error *err)
+{
+    *path = NULL;
+    _cleanup_free_ char *dir = pdk_path_join(state_dir, CA_DIR);
+    if (access(dir, F_OK) < 0 && create_ca(state_dir, dir, err) < 0)
+        return -1;
+    /* The certificate only: the key is not read here (this runs before a sandbox is
+     * cloned from this process, which would copy it). */
+    pdk_tls_ca ca = {.dir = dir};
+    ca.cert_path = pdk_path_join(dir, "ca.pem");
+    ca.bundle_path = pdk_path_join(dir, "bundle.pem");
+    FILE *cf = fopen(ca.cert_path, "re");
+    if (cf) {
+        ca.cert = PEM_read_X509(cf, NULL, NULL, NULL);
+        fclose(cf);
+    }
+    const char *bundle = NULL;
+    int r = ca.cert ? pdk_tls_ca_bundle(&ca, &bundle, err)
+                    : pdk_error_set(err, 0, "%s cannot be read (remove %s to make a new CA)",
+                                    ca.cert_path, dir);
+    if (r == 0)
+        *path = xstrdup(bundle);
+    X509_free(ca.cert);
+    free(ca.cert_path);
+    free(ca.bundle_path);
+    return r;
 }

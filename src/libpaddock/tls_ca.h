@@ -29,6 +29,10 @@ void pdk_tls_ca_free(pdk_tls_ca *ca);
 const char *pdk_tls_ca_cert_path(const pdk_tls_ca *ca);
 int pdk_tls_ca_bundle(pdk_tls_ca *ca, const char **path, pdk_error *err);
 
+/* The same without opening the CA's key (the CA made when there is none): *path (new
+ * string) for the bundle of state_dir. */
+int pdk_tls_ca_bundle_of(const char *state_dir, char **path, pdk_error *err);
+
 /* The CA certificate in PEM (new string). */
 char *pdk_tls_ca_pem(const pdk_tls_ca *ca);
 

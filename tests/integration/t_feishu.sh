@@ -134,7 +134,8 @@ EOF2
 start_bg hold.fifo --workspace "$WS" --policy "$T/feishu.yaml" -- python3 hold.py
 read_bg_line
 expect_eq "a sandbox process made an authenticated request and holds on" "ready True" "$BG_LINE"
-scan=$("$PYTHON" - "$BG_PID" "$real" "$app_secret" <<'PY'
+ca_key_line=$(sed -n 2p "$STATE/ca/ca.key")
+scan=$("$PYTHON" - "$BG_PID" "$real" "$app_secret" "$ca_key_line" <<'PY'
 import os, sys
 root, secrets = int(sys.argv[1]), [s.encode() for s in sys.argv[2:]]
 def parent(pid):
@@ -172,7 +173,8 @@ print(scanned, len(found))
 PY
 )
 stop_pid "$BG_PID"
-expect_match "the memory of every sandbox process holds neither the token nor the secret" "^[1-9][0-9]* 0$" "$scan"
+expect_match "the memory of every sandbox process holds neither the token, the app secret nor the CA key" \
+    "^[1-9][0-9]* 0$" "$scan"
 
 # The same with the official Node SDK in its usual form (new Client({appId, appSecret})
 # given the placeholders: it fetches its own token, which the gateway answers).
