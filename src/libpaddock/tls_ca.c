@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define CA_DIR         "ca"
@@ -323,8 +324,23 @@ int pdk_tls_ca_bundle_of(const char *state_dir, char **path, pdk_error *err)
 {
     *path = NULL;
     _cleanup_free_ char *dir = pdk_path_join(state_dir, CA_DIR);
-    if (access(dir, F_OK) < 0 && create_ca(state_dir, dir, err) < 0)
-        return -1;
+    if (access(dir, F_OK) < 0) {
+        /* Made in a child of its own: this runs before a sandbox is cloned from this
+         * process, and a clone would copy whatever the key left in its memory. */
+        pid_t pid = fork();
+        if (pid == 0) {
+            pdk_error e = {0};
+            int r = create_ca(state_dir, dir, &e);
+            if (r < 0)
+                fprintf(stderr, "paddock: %s\n", e.message);
+            _exit(r < 0 ? 1 : 0);
+        }
+        int status = 0;
+        while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+        }
+        if (pid < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+            return pdk_error_set(err, pid < 0 ? errno : 0, "cannot make paddock's CA in %s", dir);
+    }
     /* The certificate only: the key is not read here (this runs before a sandbox is
      * cloned from this process, which would copy it). */
     pdk_tls_ca ca = {.dir = dir};

@@ -159,9 +159,11 @@ for d in os.listdir("/proc"):
                 addr, perms = line.split()[:2]
                 if "r" not in perms: continue
                 lo, hi = (int(x, 16) for x in addr.split("-"))
+                if hi - lo > (256 << 20):
+                    continue  # reserved, not used: ASan's shadow, a thread's guard
                 try:
                     mem.seek(lo); blobs.append(mem.read(hi - lo))
-                except (OSError, ValueError, OverflowError):
+                except (OSError, ValueError, OverflowError, MemoryError):
                     pass
     except OSError:
         continue
