@@ -183,7 +183,9 @@ expect_match "the memory of every sandbox process holds neither the token, the a
 sdk="$PADDOCK_TOP/tests/node/node_modules"
 if command -v node >/dev/null && [ -d "$sdk/@larksuiteoapi/node-sdk" ]; then
     cp "$PADDOCK_TOP/tests/node/feishu_sdk.js" "$WS/"
-    printf 'env:\n  set: {NODE_PATH: "%s"}\n' "$sdk" >>"$T/feishu.yaml"
+    # (bound in: a checkout under /tmp is not visible in a sandbox, whose /tmp is its own)
+    printf 'env:\n  set: {NODE_PATH: "%s"}\nfilesystem:\n  read_allow: ["%s"]\n' "$sdk" "$sdk" \
+        >>"$T/feishu.yaml"
     mints_before=$(grep -c '"path": "/open-apis/auth/v3/tenant_access_token/internal"' "$T/fs.log")
     start_bg node.fifo --workspace "$WS" --policy "$T/feishu.yaml" -- node feishu_sdk.js
     read_bg_line
