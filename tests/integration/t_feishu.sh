@@ -241,3 +241,45 @@ HOME="$TEST_HOME" "$PADDOCK" secret rm feishu-bot.tenant_token >/dev/null 2>&1
 wrun --policy "$T/feishu.yaml" -- true
 expect_eq "a wrong app secret: paddock run fails (125)" 125 "$RC"
 expect_match "... with the provider's answer" "token endpoint refused: code 99991543" "$ERR"
+
+# A token endpoint that answers garbage, or never answers: one clear error, bounded, not
+# retried (the run stops before anything starts).
+bad_endpoint() { # bad_endpoint MODE: a TLS server for open.feishu.cn; its port in BAD_PORT
+    local fifo="$T/.bad.$RANDOM"
+    mkfifo "$fifo"
+    "$PYTHON" - "$1" "$T/fs.pem" "$T/fs.key" >"$fifo" <<'PY' &
+import socket, ssl, sys, time
+mode, cert, key = sys.argv[1:]
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); ctx.load_cert_chain(cert, key)
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(8)
+print(s.getsockname()[1], flush=True); sys.stdout.close()
+while True:
+    c, _ = s.accept()
+    t = ctx.wrap_socket(c, server_side=True)
+    t.recv(65536)
+    if mode == "garbage":
+        t.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 12\r\n\r\nnot json ;-)"); t.close()
+    else:
+        time.sleep(60)
+PY
+    track_pid $!
+    BAD_PORT=""
+    IFS= read -r -t 30 BAD_PORT <"$fifo"
+    rm -f "$fifo"
+}
+printf '%s\n' "$app_secret" | HOME="$TEST_HOME" "$PADDOCK" secret set feishu_app_secret >/dev/null
+for mode in garbage hang; do
+    bad_endpoint "$mode"
+    sed "s/127.0.0.1:$FS_PORT/127.0.0.1:$BAD_PORT/" "$T/feishu.yaml" >"$T/bad.yaml"
+    HOME="$TEST_HOME" "$PADDOCK" secret rm feishu-bot.tenant_token >/dev/null 2>&1
+    started=$SECONDS
+    wrun --policy "$T/bad.yaml" -- true
+    expect_eq "a token endpoint that $( [ $mode = garbage ] && echo 'answers garbage' || echo 'hangs'): the run stops (125)" \
+        125 "$RC"
+    if [ "$mode" = garbage ]; then
+        expect_match "... saying so" "answered HTTP 200 with something else than JSON" "$ERR"
+    else
+        expect_match "... saying so, within its bound" "cannot be reached: .*timed out after 100[0-9][0-9] milliseconds" "$ERR"
+        expect_eq "... after at most about 10 s" yes "$([ $((SECONDS - started)) -le 20 ] && echo yes)"
+    fi
+done
