@@ -134,5 +134,12 @@ char **pdk_environ_build(char *const *host_env, const pdk_policy *policy,
         env_set(&env, "PATH", "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin");
     for (size_t i = 0; policy && i < policy->env_set_count; i++)
         env_set(&env, policy->env_set[i].name, policy->env_set[i].value);
+    for (size_t i = 0; extra && extra->set_last && extra->set_last[i]; i++) {
+        const char *eq = strchr(extra->set_last[i], '=');
+        if (!eq)
+            continue;
+        _cleanup_free_ char *name = xstrndup(extra->set_last[i], (size_t)(eq - extra->set_last[i]));
+        env_set(&env, name, eq + 1);
+    }
     return env;
 }

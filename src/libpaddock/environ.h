@@ -25,6 +25,9 @@ typedef struct pdk_environ_extra {
      * SSL_CERT_FILE, CURL_CA_BUNDLE, REQUESTS_CA_BUNDLE, NODE_EXTRA_CA_CERTS,
      * GIT_SSL_CAINFO, CARGO_HTTP_CAINFO name it. */
     const char *ca_bundle;
+    /* "NAME=VALUE" set last, over everything above and the policy's (the credentials'
+     * placeholders); NULL-terminated, may be NULL. */
+    char *const *set_last;
 } pdk_environ_extra;
 
 /* A new NULL-terminated "NAME=VALUE" vector. */

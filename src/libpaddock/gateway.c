@@ -198,6 +198,16 @@ json_t *pdk__gw_request_event(gw_conn *c, const char *decided_by)
     return o;
 }
 
+json_t *pdk__gw_done_event(gw_conn *c)
+{
+    json_t *ev = pdk__gw_request_event(c, "");
+    json_object_set_new(ev, "bytes_up", json_integer((json_int_t)c->up_bytes));
+    json_object_set_new(ev, "bytes_down", json_integer((json_int_t)c->down_bytes));
+    json_object_set_new(ev, "duration_ms",
+                        json_real((double)(pdk_now_monotonic_ns() - c->t0_ns) / 1e6));
+    return ev;
+}
+
 /* Refuse what the client asked for: 403 for an HTTP request, closing for a connection that
  * is not HTTP; recorded. */
 void pdk__gw_refuse(gw_conn *c, int status, const char *status_text, const char *reason)
@@ -286,10 +296,8 @@ static void upstream_event(struct bufferevent *bev, short what, void *arg)
             if (e == PDK_HTTP_MESSAGE_COMPLETE) {
                 /* an until-close body ended: so does the client connection */
                 c->response_done = true;
-                json_t *ev = pdk__gw_request_event(c, "");
+                json_t *ev = pdk__gw_done_event(c);
                 json_object_set_new(ev, "status", json_integer(c->status));
-                json_object_set_new(ev, "bytes_up", json_integer((json_int_t)c->up_bytes));
-                json_object_set_new(ev, "bytes_down", json_integer((json_int_t)c->down_bytes));
                 pdk__gw_audit(c->g, "net.response", ev);
                 pdk__gw_close_after_flush(c);
                 return;
@@ -586,12 +594,8 @@ static void request_complete(gw_conn *c)
 {
     if (!c->request_done || !c->response_done)
         return;
-    json_t *ev = pdk__gw_request_event(c, "");
+    json_t *ev = pdk__gw_done_event(c);
     json_object_set_new(ev, "status", json_integer(c->status));
-    json_object_set_new(ev, "bytes_up", json_integer((json_int_t)c->up_bytes));
-    json_object_set_new(ev, "bytes_down", json_integer((json_int_t)c->down_bytes));
-    json_object_set_new(ev, "duration_ms",
-                        json_real((double)(pdk_now_monotonic_ns() - c->t0_ns) / 1e6));
     pdk__gw_audit(c->g, "net.response", ev);
     pdk_http_head *resp = pdk_http_parser_head(c->responses);
     bool keep = c->req->keep_alive && resp && resp->keep_alive && !c->upstream_eof;

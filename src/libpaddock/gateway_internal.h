@@ -165,6 +165,8 @@ void pdk__gw_audit(pdk_gateway *g, const char *kind, json_t *o);
 bool pdk__gw_audit_required(pdk_gateway *g, const char *kind, json_t *o, pdk_error *err);
 /* The fields every event of a connection's request carries. */
 json_t *pdk__gw_request_event(gw_conn *c, const char *decided_by);
+/* The same with what a finished request or tunnel carried: bytes each way, duration. */
+json_t *pdk__gw_done_event(gw_conn *c);
 /* Refuse the current request (status, reason) or end a connection that is not HTTP. */
 void pdk__gw_refuse(gw_conn *c, int status, const char *status_text, const char *reason);
 /* The current request may go on: recorded, then sent upstream. */

@@ -146,12 +146,7 @@ static void tunnel_pump(struct bufferevent *from, struct bufferevent *to, uint64
 
 static void tunnel_finish(gw_conn *c)
 {
-    json_t *ev = pdk__gw_request_event(c, "");
-    json_object_set_new(ev, "bytes_up", json_integer((json_int_t)c->up_bytes));
-    json_object_set_new(ev, "bytes_down", json_integer((json_int_t)c->down_bytes));
-    json_object_set_new(ev, "duration_ms",
-                        json_real((double)(pdk_now_monotonic_ns() - c->t0_ns) / 1e6));
-    pdk__gw_audit(c->g, "net.tunnel_closed", ev);
+    pdk__gw_audit(c->g, "net.tunnel_closed", pdk__gw_done_event(c));
     pdk__gw_conn_free(c);
 }
 

@@ -27,7 +27,6 @@ static bool is_digit(int c)
     return c >= '0' && c <= '9';
 }
 
-
 /* WHATWG "forbidden domain code point" (a forbidden host code point, a C0 control, '%' or
  * DEL), plus every non-ASCII byte: IDNA mapping is not done here (net_address.h). Space is
  * a forbidden host code point. */

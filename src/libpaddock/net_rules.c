@@ -127,7 +127,6 @@ bool pdk_net_path_matches(const char *glob, const char *path)
     return glob_match(glob, path);
 }
 
-
 static bool unreserved(int c)
 {
     return isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~';
@@ -258,14 +257,6 @@ char *pdk_net_path_normalize(const char *target, char **query, const char **why)
 
 /* ---- judging ---- */
 
-static bool in_list(char *const *list, const char *s)
-{
-    for (size_t i = 0; list && list[i]; i++)
-        if (strcmp(list[i], s) == 0)
-            return true;
-    return false;
-}
-
 void pdk_net_rules_judge(const pdk_net_rules *rules, const pdk_net_request *req,
                          pdk_net_verdict *out)
 {
@@ -277,12 +268,12 @@ void pdk_net_rules_judge(const pdk_net_rules *rules, const pdk_net_request *req,
         if (!pdk_net_host_matches(r->host, req->host) || (r->port && r->port != req->port))
             continue;
         bool scheme_known = !r->schemes || req->scheme;
-        if (req->scheme && r->schemes && !in_list(r->schemes, req->scheme))
+        if (req->scheme && r->schemes && !pdk_strv_contains(r->schemes, req->scheme))
             continue;
         bool whole = scheme_known;
         if (r->methods) {
             if (req->method) {
-                if (!in_list(r->methods, req->method))
+                if (!pdk_strv_contains(r->methods, req->method))
                     continue;
             } else {
                 whole = false;

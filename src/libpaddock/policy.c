@@ -15,6 +15,7 @@
 
 #include "fsutil.h"
 #include "shell.h"
+#include "vault.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -523,6 +524,22 @@ static bool list_items(parse_state *st, const char *field, yaml_node_t *n, yaml_
     *items = n->data.sequence.items.start;
     *count = (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
     return true;
+}
+
+/* fn on each item of a list node (field "FIELD[i]"); a diagnostic when n is not a list. */
+static void each_item(parse_state *st, const char *field, yaml_node_t *n,
+                      void (*fn)(parse_state *st, const char *field, yaml_node_t *item))
+{
+    yaml_node_item_t *items;
+    size_t count;
+    if (!list_items(st, field, n, &items, &count))
+        return;
+    for (size_t i = 0; i < count; i++) {
+        yaml_node_t *item = node_at(st, items[i]);
+        _cleanup_free_ char *f = xasprintf("%s[%zu]", field, i);
+        if (item)
+            fn(st, f, item);
+    }
 }
 
 /* ---- numbers ---- */
@@ -1236,16 +1253,7 @@ static void command_rule(parse_state *st, const char *field, yaml_node_t *n)
 
 static void handle_commands_rules(parse_state *st, const char *field, yaml_node_t *n)
 {
-    yaml_node_item_t *items;
-    size_t count;
-    if (!list_items(st, field, n, &items, &count))
-        return;
-    for (size_t i = 0; i < count; i++) {
-        yaml_node_t *item = node_at(st, items[i]);
-        _cleanup_free_ char *f = xasprintf("%s[%zu]", field, i);
-        if (item)
-            command_rule(st, f, item);
-    }
+    each_item(st, field, n, command_rule);
 }
 
 /* Examples are checked once every rule is known (the rules may come after them). */
@@ -1326,16 +1334,7 @@ static void example(parse_state *st, const char *field, yaml_node_t *n)
 
 static void handle_commands_examples(parse_state *st, const char *field, yaml_node_t *n)
 {
-    yaml_node_item_t *items;
-    size_t count;
-    if (!list_items(st, field, n, &items, &count))
-        return;
-    for (size_t i = 0; i < count; i++) {
-        yaml_node_t *item = node_at(st, items[i]);
-        _cleanup_free_ char *f = xasprintf("%s[%zu]", field, i);
-        if (item)
-            example(st, f, item);
-    }
+    each_item(st, field, n, example);
 }
 
 static void check_examples(parse_state *st)
@@ -1598,31 +1597,19 @@ static void network_rule(parse_state *st, const char *field, yaml_node_t *n)
 
 static void handle_network_rules(parse_state *st, const char *field, yaml_node_t *n)
 {
-    yaml_node_item_t *items;
-    size_t count;
-    if (!list_items(st, field, n, &items, &count))
-        return;
-    for (size_t i = 0; i < count; i++) {
-        yaml_node_t *item = node_at(st, items[i]);
-        _cleanup_free_ char *f = xasprintf("%s[%zu]", field, i);
-        if (item)
-            network_rule(st, f, item);
-    }
+    each_item(st, field, n, network_rule);
+}
+
+static void passthrough_host(parse_state *st, const char *field, yaml_node_t *n)
+{
+    char *h = host_value(st, field, n, true);
+    if (h)
+        pdk_strv_push_take(&st->policy->network.passthrough, h);
 }
 
 static void handle_network_passthrough(parse_state *st, const char *field, yaml_node_t *n)
 {
-    yaml_node_item_t *items;
-    size_t count;
-    if (!list_items(st, field, n, &items, &count))
-        return;
-    for (size_t i = 0; i < count; i++) {
-        yaml_node_t *item = node_at(st, items[i]);
-        _cleanup_free_ char *f = xasprintf("%s[%zu]", field, i);
-        char *h = item ? host_value(st, f, item, true) : NULL;
-        if (h)
-            pdk_strv_push_take(&st->policy->network.passthrough, h);
-    }
+    each_item(st, field, n, passthrough_host);
 }
 
 /* "host:port" or "[v6]:port". */
@@ -1689,30 +1676,24 @@ static void handle_network_resolve(parse_state *st, const char *field, yaml_node
     }
 }
 
+static void upstream_ca_path(parse_state *st, const char *field, yaml_node_t *n)
+{
+    const char *v = scalar_text(st, field, n, "a path to PEM certificates");
+    if (!v)
+        return;
+    if (!*v) {
+        diag_node(st, n, "%s: empty path", field);
+        return;
+    }
+    /* absolute, or relative to the policy file (load_file) */
+    char *path = v[0] == '~' ? resolve_path(st, field, n, v, false) : xstrdup(v);
+    if (path)
+        pdk_strv_push_take(&st->policy->network.upstream_ca, path);
+}
+
 static void handle_network_upstream_ca(parse_state *st, const char *field, yaml_node_t *n)
 {
-    yaml_node_item_t *items;
-    size_t count;
-    if (!list_items(st, field, n, &items, &count))
-        return;
-    for (size_t i = 0; i < count; i++) {
-        yaml_node_t *item = node_at(st, items[i]);
-        _cleanup_free_ char *f = xasprintf("%s[%zu]", field, i);
-        const char *v = item ? scalar_text(st, f, item, "a path to PEM certificates") : NULL;
-        if (!v)
-            continue;
-        if (!*v) {
-            diag_node(st, item, "%s: empty path", f);
-            continue;
-        }
-        char *path = NULL;
-        if (v[0] == '~')
-            path = resolve_path(st, f, item, v, false);
-        else
-            path = xstrdup(v); /* absolute, or relative to the policy file (load_file) */
-        if (path)
-            pdk_strv_push_take(&st->policy->network.upstream_ca, path);
-    }
+    each_item(st, field, n, upstream_ca_path);
 }
 
 /* ---- credentials ---- */
@@ -1726,17 +1707,6 @@ static const char *const provider_names[] = {
 const char *pdk_credential_provider_name(pdk_credential_provider provider)
 {
     return (unsigned)provider < PDK_ARRAY_SIZE(provider_names) ? provider_names[provider] : "?";
-}
-
-static bool credential_name_valid(const char *s)
-{
-    size_t n = strlen(s);
-    if (n == 0 || n > 128)
-        return false;
-    for (size_t i = 0; i < n; i++)
-        if (!isalnum((unsigned char)s[i]) && s[i] != '.' && s[i] != '_' && s[i] != '-')
-            return false;
-    return true;
 }
 
 /* {secret: NAME}: the name of a vault secret; NULL after a diagnostic. */
@@ -1758,7 +1728,7 @@ static char *secret_ref(parse_state *st, const char *field, yaml_node_t *n)
     const char *name = scalar_text(st, f, v[0], "a secret name");
     if (!name)
         return NULL;
-    if (!credential_name_valid(name)) {
+    if (!pdk_vault_name_valid(name)) {
         _cleanup_free_ char *q = quote_str(name);
         diag_node(st, v[0], "%s: %s is not a secret name (letters, digits, '.', '_', '-')", f, q);
         return NULL;
@@ -1846,7 +1816,7 @@ static void credential(parse_state *st, const char *field, yaml_node_t *n)
     if (!v[K_NAME]) {
         diag_node(st, n, "%s: a credential needs \"name\"", field);
         ok = false;
-    } else if (!name || !credential_name_valid(name)) {
+    } else if (!name || !pdk_vault_name_valid(name)) {
         if (name) {
             _cleanup_free_ char *q = quote_str(name);
             diag_node(st, v[K_NAME], "%s: %s is not a name (letters, digits, '.', '_', '-')",
@@ -2034,16 +2004,7 @@ static void credential(parse_state *st, const char *field, yaml_node_t *n)
 
 static void handle_credentials(parse_state *st, const char *field, yaml_node_t *n)
 {
-    yaml_node_item_t *items;
-    size_t count;
-    if (!list_items(st, field, n, &items, &count))
-        return;
-    for (size_t i = 0; i < count; i++) {
-        yaml_node_t *item = node_at(st, items[i]);
-        _cleanup_free_ char *f = xasprintf("%s[%zu]", field, i);
-        if (item)
-            credential(st, f, item);
-    }
+    each_item(st, field, n, credential);
 }
 
 /* ---- the schema ---- */

@@ -590,21 +590,9 @@ static int setup_egress(run_state *st, pdk_error *err)
                                .pwd = cfg->cwd,
                                .session = st->session->id,
                                .proxy_url = "http://127.0.0.1:3128",
-                               .ca_bundle = inside};
+                               .ca_bundle = inside,
+                               .set_last = st->credential_env};
     cfg->envp = pdk_environ_build(environ, st->policy, &extra);
-    for (char **e = st->credential_env; e && *e; e++) {
-        /* the placeholder wins over a variable of that name from anywhere else */
-        size_t nl = (size_t)(strchr(*e, '=') - *e) + 1;
-        size_t w = 0;
-        for (size_t r = 0; cfg->envp[r]; r++) {
-            if (strncmp(cfg->envp[r], *e, nl) == 0)
-                free(cfg->envp[r]);
-            else
-                cfg->envp[w++] = cfg->envp[r];
-        }
-        cfg->envp[w] = NULL;
-        pdk_strv_push(&cfg->envp, *e);
-    }
     return 0;
 }
 

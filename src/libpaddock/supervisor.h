@@ -45,9 +45,8 @@ void pdk_supervisor_set_exec_handler(pdk_supervisor *sup, const pdk_exec_handler
 /* Give the egress sockets init sends (PDK_MSG_EGRESS) to sockets, on the loop; the fds are
  * then its to close. stop runs once the loop has ended, before it is freed. */
 void pdk_supervisor_set_egress(pdk_supervisor *sup,
-                               void (*sockets)(void *arg, struct event_base *base,
-                                               pid_t init_pid, const pdk_egress_socket *socks,
-                                               size_t count),
+                               void (*sockets)(void *arg, struct event_base *base, pid_t init_pid,
+                                               const pdk_egress_socket *socks, size_t count),
                                void (*stop)(void *arg), void *arg);
 void pdk_supervisor_add_idle(pdk_supervisor *sup, bool (*step)(void *arg), void *arg);
 

@@ -467,6 +467,25 @@ print(v if isinstance(v, str) else json.dumps(v, sort_keys=True))
 ' "$1" "$2"
 }
 
+# wait_approval METHOD: the id of the pending approval for a request of METHOD in ID (10 s at
+# most); returns 1, with ID empty, when none turns up.
+wait_approval() {
+    ID=""
+    for _ in $(seq 100); do
+        pdk approvals --json
+        ID=$(printf '%s\n' "$OUT" | "$PYTHON" -c '
+import json, sys
+for l in sys.stdin:
+    if l.strip():
+        j = json.loads(l)
+        if j["state"] == "pending" and (j.get("request") or {}).get("method") == sys.argv[1]:
+            print(j["id"]); break' "$1" 2>/dev/null)
+        [ -n "$ID" ] && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
 # session_dirs: the names under $STATE/sessions (one a line; nothing when there are none).
 session_dirs() {
     # Sessions an unnamed run retired (".removing.*", out of sight) are removed by the next

@@ -71,19 +71,7 @@ read_bg_line
 expect_match "a read works with only the placeholder inside" '"code": 0.*"record_id": "recSeed0001"' \
     "$BG_LINE"
 # the create waits for a human
-ID=""
-for _ in $(seq 100); do
-    pdk approvals --json
-    ID=$(printf '%s\n' "$OUT" | "$PYTHON" -c '
-import json, sys
-for l in sys.stdin:
-    if l.strip():
-        j = json.loads(l)
-        if j["state"] == "pending" and (j.get("request") or {}).get("method") == "POST":
-            print(j["id"]); break' 2>/dev/null)
-    [ -n "$ID" ] && break
-    sleep 0.1
-done
+wait_approval POST
 expect_ne "a create is held until a human answers" "" "$ID"
 pdk approve "$ID"
 read_bg_line
@@ -190,19 +178,7 @@ if command -v node >/dev/null && [ -d "$sdk/@larksuiteoapi/node-sdk" ]; then
     start_bg node.fifo --workspace "$WS" --policy "$T/feishu.yaml" -- node feishu_sdk.js
     read_bg_line
     expect_eq "node SDK: the read works with only placeholders inside" "read 0 2" "$BG_LINE"
-    ID=""
-    for _ in $(seq 100); do
-        pdk approvals --json
-        ID=$(printf '%s\n' "$OUT" | "$PYTHON" -c '
-import json, sys
-for l in sys.stdin:
-    if l.strip():
-        j = json.loads(l)
-        if j["state"] == "pending" and (j.get("request") or {}).get("method") == "POST":
-            print(j["id"]); break' 2>/dev/null)
-        [ -n "$ID" ] && break
-        sleep 0.1
-    done
+    wait_approval POST
     expect_ne "node SDK: its create is held" "" "$ID"
     pdk approve "$ID"
     read_bg_line

@@ -323,23 +323,6 @@ network:
   upstream_ca: [$T/ca.pem]
 approvals: {timeout: 20}
 EOF2
-# wait_request METHOD: the id of the pending request of METHOD (10 s at most) in ID.
-wait_request() {
-    ID=""
-    for _ in $(seq 100); do
-        pdk approvals --json
-        ID=$(printf '%s\n' "$OUT" | "$PYTHON" -c '
-import json, sys
-for l in sys.stdin:
-    if l.strip():
-        j = json.loads(l)
-        if j["state"] == "pending" and (j.get("request") or {}).get("method") == sys.argv[1]:
-            print(j["id"]); break' "$1" 2>/dev/null)
-        [ -n "$ID" ] && return 0
-        sleep 0.1
-    done
-    return 1
-}
 cat >"$WS/ask.sh" <<'EOF2'
 c() {
     o=$(curl -sS --max-time 30 "$@" 2>/dev/null)
@@ -351,7 +334,7 @@ c -X PUT -d 'x' http://api.test/v1/items/1
 c -X POST -d 'over tls' https://tls.test/v1/items
 EOF2
 start_bg ask.fifo --workspace "$WS" --policy "$T/ask.yaml" -- sh ./ask.sh
-wait_request POST
+wait_approval POST
 expect_ne "an asked request waits as an approval request" "" "$ID"
 pdk approvals --json
 req=$(printf '%s\n' "$OUT" | "$PYTHON" -c '
@@ -370,11 +353,11 @@ pdk approve "$ID"
 read_bg_line
 expect_match "approved: the request goes through, its body intact" '"method": "POST".*"body_len": 24' \
     "$BG_LINE"
-wait_request PUT
+wait_approval PUT
 pdk deny "$ID" --reason "not this one"
 read_bg_line
 expect_match "denied: 403 naming who and why" '"reason":"denied by .*: not this one' "$BG_LINE"
-wait_request POST
+wait_approval POST
 pdk approve "$ID"
 read_bg_line
 expect_match "inside intercepted TLS too" '"method": "POST".*"path": "/v1/items"' "$BG_LINE"
@@ -393,7 +376,7 @@ expect_match "no answer in time: denied (approvals.on_timeout)" "no answer to ap
 # --always: the rest of a named session does not ask again for that rule.
 start_bg always.fifo --workspace "$WS" --session gw-always --policy "$T/ask.yaml" -- \
     sh -c 'for i in 1 2 3; do curl -sS --max-time 30 -o /dev/null -w "%{http_code}\n" -X PUT -d x http://api.test/v1/a$i; done'
-wait_request PUT
+wait_approval PUT
 pdk approve "$ID" --always
 read_bg_line
 expect_eq "--always: the first request goes through" 200 "$BG_LINE"
