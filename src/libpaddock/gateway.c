@@ -63,6 +63,9 @@ void pdk__gw_conn_free(gw_conn *c)
     pdk_http_parser_free(c->responses);
     pdk_http_head_free(c->req);
     pdk_buf_free(&c->broker_body);
+    if (c->rewrite.data)
+        sodium_memzero(c->rewrite.data, c->rewrite.len);
+    pdk_buf_free(&c->rewrite);
     free(c->captured_host);
     free(c->host);
     free(c->path);
@@ -584,6 +587,10 @@ void pdk__gw_next_request(gw_conn *c)
     c->state = ST_HEAD;
     c->request_done = c->response_done = false;
     c->status = 0;
+    c->rewrite_body = false;
+    if (c->rewrite.data)
+        sodium_memzero(c->rewrite.data, c->rewrite.len);
+    pdk_buf_free(&c->rewrite);
     bufferevent_setcb(c->client, client_read, NULL, client_head_event, c);
     bufferevent_enable(c->client, EV_READ);
     if (evbuffer_get_length(bufferevent_get_input(c->client)) > 0)
@@ -618,7 +625,16 @@ static void forward_request_body(gw_conn *c)
         const char *data = avail ? (const char *)evbuffer_pullup(in, (ev_ssize_t)avail) : "";
         pdk_http_result r;
         pdk_http_event e = pdk_http_parse(c->requests, data, avail, &r);
-        if (e == PDK_HTTP_BODY) {
+        if (e == PDK_HTTP_BODY && c->rewrite_body) {
+            if (c->rewrite.len + r.body_len > PDK_GW_REWRITE_MAX) {
+                c->verdict.decision = PDK_DECISION_DENY;
+                pdk__gw_refuse(c, 413, "Payload Too Large",
+                               "a body whose placeholders are replaced (replace_in_body) is "
+                               "over 1 MiB");
+                return;
+            }
+            pdk_buf_append(&c->rewrite, r.body, r.body_len);
+        } else if (e == PDK_HTTP_BODY) {
             struct evbuffer *up = bufferevent_get_output(c->upstream);
             evbuffer_add(up, r.body, r.body_len);
             c->up_bytes += r.body_len;
@@ -630,6 +646,14 @@ static void forward_request_body(gw_conn *c)
             }
         } else if (e == PDK_HTTP_MESSAGE_COMPLETE) {
             c->request_done = true;
+            if (c->rewrite_body) { /* the whole body is here: now the head, and it */
+                pdk_buf msg = {0};
+                pdk__gw_rewritten_request(c, &msg);
+                evbuffer_add(bufferevent_get_output(c->upstream), msg.data, msg.len);
+                c->up_bytes += msg.len;
+                sodium_memzero(msg.data, msg.len);
+                pdk_buf_free(&msg);
+            }
         } else if (e == PDK_HTTP_ERROR) {
             pdk__gw_conn_free(c); /* a broken body cannot be answered cleanly any more */
             return;
@@ -779,12 +803,20 @@ static void on_upstream_ready(gw_conn *c)
     if (!c->responses)
         c->responses = pdk_http_parser_new(PDK_HTTP_RESPONSE, NULL);
     pdk_http_parser_set_request_method(c->responses, c->req->method_id);
-    pdk_buf head = {0};
-    pdk_http_head_serialize(c->req, &head);
-    /* (the credentials went on in pdk__gw_proceed, before the head was recorded) */
-    evbuffer_add(bufferevent_get_output(c->upstream), head.data, head.len);
-    c->up_bytes += head.len;
-    pdk_buf_free(&head);
+    if (c->rewrite_body) {
+        /* the head goes with the rewritten body; a client waiting for 100 gets it here */
+        if (c->req->expect_continue) {
+            pdk_http_head_remove(c->req, "Expect");
+            evbuffer_add_printf(bufferevent_get_output(c->client), "HTTP/1.1 100 Continue\r\n\r\n");
+        }
+    } else {
+        pdk_buf head = {0};
+        pdk_http_head_serialize(c->req, &head);
+        /* (the credentials went on in pdk__gw_proceed, before the head was recorded) */
+        evbuffer_add(bufferevent_get_output(c->upstream), head.data, head.len);
+        c->up_bytes += head.len;
+        pdk_buf_free(&head);
+    }
     bufferevent_setcb(c->upstream, upstream_read, upstream_written, upstream_event, c);
     bufferevent_setwatermark(c->upstream, EV_WRITE, TUNNEL_LOW_WATER, 0);
     bufferevent_enable(c->upstream, EV_READ | EV_WRITE);

@@ -21,8 +21,7 @@ int pdk__gw_credentials_copy(pdk_gateway *g, const pdk_gateway_config *cfg, pdk_
         gc->placeholder_app_secret = cfg->credentials[i].placeholder_app_secret
                                          ? xstrdup(cfg->credentials[i].placeholder_app_secret)
                                          : NULL;
-        if (gc->policy->provider == PDK_CREDENTIAL_FEISHU_TENANT_TOKEN &&
-            pdk__gw_token_fresh(g, gc, err) < 0)
+        if (gc->policy->provider != PDK_CREDENTIAL_STATIC && pdk__gw_token_fresh(g, gc, err) < 0)
             return -1; /* the run stops before anything starts: the provider says why */
     }
     return 0;
@@ -147,6 +146,19 @@ bool pdk__gw_apply_credentials(gw_conn *c)
             if (v)
                 sodium_memzero(v, strlen(v));
         }
+        if (gc->policy->replace_in_body && !h->upgrade &&
+            (h->framing == PDK_HTTP_FRAMING_CHUNKED ||
+             (h->framing == PDK_HTTP_FRAMING_CONTENT_LENGTH && h->content_length > 0))) {
+            if (h->framing == PDK_HTTP_FRAMING_CONTENT_LENGTH &&
+                h->content_length > PDK_GW_REWRITE_MAX) {
+                c->verdict.decision = PDK_DECISION_DENY;
+                pdk__gw_refuse(c, 413, "Payload Too Large",
+                               "a body whose placeholders are replaced (replace_in_body) is "
+                               "over 1 MiB");
+                return false;
+            }
+            c->rewrite_body = true;
+        }
         if (used) {
             json_t *ev =
                 json_pack("{s:I, s:I, s:s, s:s}", "conn", (json_int_t)c->id, "seq",
@@ -155,6 +167,71 @@ bool pdk__gw_apply_credentials(gw_conn *c)
         }
     }
     return true;
+}
+
+/* A chunked body (checked strictly by http_message.c already) without its framing; the
+ * trailer section is dropped. */
+static void dechunk(const pdk_buf *in, pdk_buf *out)
+{
+    const char *p = in->data ? in->data : "", *end = p + in->len;
+    while (p < end) {
+        char *after = NULL;
+        unsigned long long size = strtoull(p, &after, 16);
+        const char *line_end = memchr(p, '\n', (size_t)(end - p));
+        if (!line_end || after == p)
+            return;
+        p = line_end + 1;
+        if (size == 0 || size > (unsigned long long)(end - p))
+            return;
+        pdk_buf_append(out, p, (size_t)size);
+        p += size + 2; /* the data's CRLF */
+    }
+}
+
+void pdk__gw_rewritten_request(gw_conn *c, pdk_buf *out)
+{
+    pdk_http_head *h = c->req;
+    pdk_buf plain = {0};
+    if (h->framing == PDK_HTTP_FRAMING_CHUNKED) {
+        dechunk(&c->rewrite, &plain);
+        sodium_memzero(c->rewrite.data, c->rewrite.len);
+        pdk_buf_free(&c->rewrite);
+    } else {
+        plain = c->rewrite;
+        c->rewrite = (pdk_buf){0};
+    }
+    for (size_t i = 0; i < c->g->credential_count; i++) {
+        const pdk_gateway_credential *gc = &c->g->credentials[i];
+        if (!gc->policy->replace_in_body || !bound(gc->policy, c->host) || !gc->value ||
+            !plain.data || !memmem(plain.data, plain.len, gc->placeholder, strlen(gc->placeholder)))
+            continue;
+        /* (bodies are bytes: a NUL in one ends no string here) */
+        pdk_buf next = {0};
+        size_t nl = strlen(gc->placeholder);
+        const char *s = plain.data, *end = plain.data + plain.len;
+        for (const char *hit; (hit = memmem(s, (size_t)(end - s), gc->placeholder, nl));) {
+            pdk_buf_append(&next, s, (size_t)(hit - s));
+            pdk_buf_puts(&next, gc->value);
+            s = hit + nl;
+        }
+        pdk_buf_append(&next, s, (size_t)(end - s));
+        sodium_memzero(plain.data, plain.len);
+        pdk_buf_free(&plain);
+        plain = next;
+        json_t *ev = json_pack("{s:I, s:I, s:s, s:s, s:s}", "conn", (json_int_t)c->id, "seq",
+                               (json_int_t)c->seq, "credential", gc->policy->name, "host", c->host,
+                               "in", "body");
+        pdk__gw_audit(c->g, "credential.used", ev);
+    }
+    pdk_http_head_remove(h, "Transfer-Encoding");
+    _cleanup_free_ char *len = xasprintf("%zu", plain.len);
+    pdk_error err = {0};
+    (void)pdk_http_head_set(h, "Content-Length", len, &err);
+    pdk_http_head_serialize(h, out);
+    pdk_buf_append(out, plain.data ? plain.data : "", plain.len);
+    if (plain.data)
+        sodium_memzero(plain.data, plain.len);
+    pdk_buf_free(&plain);
 }
 
 /* ---- token brokering ---- */

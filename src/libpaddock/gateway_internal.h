@@ -121,6 +121,10 @@ struct gw_conn {
     bool sni_check;       /* a passthrough tunnel: the ClientHello must name the host */
     char approval_id[17]; /* ST_ASKING */
     pdk_buf broker_body;  /* ST_BROKER */
+    /* replace_in_body: the request's body is held whole (rewrite), its placeholders
+     * replaced, then sent with its head (Content-Length framing) */
+    bool rewrite_body;
+    pdk_buf rewrite;
     bool owner_looked;
     pid_t pid; /* the process whose socket this is, 0: unknown */
     char comm[16];
@@ -188,6 +192,11 @@ void pdk__gw_on_dns_tcp_accept(struct evconnlistener *l, evutil_socket_t fd, str
  * header, replace a placeholder); false (the request refused, recorded as an exfiltration
  * attempt) when it carries a placeholder to a host its credential is not bound to. */
 bool pdk__gw_apply_credentials(gw_conn *c);
+/* replace_in_body, request bodies held to be rewritten: at most this many bytes (413). */
+#define PDK_GW_REWRITE_MAX (1024 * 1024)
+/* The held request (c->rewrite complete): its placeholders replaced, the body de-chunked,
+ * its head given the new Content-Length; head and body appended to out. */
+void pdk__gw_rewritten_request(gw_conn *c, pdk_buf *out);
 /* Before any rule: a request that carries a placeholder to a host its credential is not
  * bound to is refused and recorded as an exfiltration attempt (false). */
 bool pdk__gw_check_placeholders(gw_conn *c);

@@ -491,20 +491,6 @@ static int load_credential_values(run_state *st, pdk_error *err)
     return ret;
 }
 
-/* Before the clone: what fails without touching a secret (a provider this version lacks). */
-static int check_credentials(run_state *st, pdk_error *err)
-{
-    for (size_t i = 0; i < st->policy->credential_count; i++) {
-        const pdk_credential *c = &st->policy->credentials[i];
-        if (c->provider == PDK_CREDENTIAL_OAUTH2_REFRESH)
-            return pdk_error_set(err, 0,
-                                 "credential %s: the oauth2_refresh provider is not in this "
-                                 "version of paddock yet (static and feishu_tenant_token are)",
-                                 c->name);
-    }
-    return 0;
-}
-
 /* After the clone, in the supervisor: the secrets and the gateway that holds them (its CA
  * key, minted tokens), none of which the sandbox's init got a copy of. */
 static int start_gateway(run_state *st, pdk_error *err)
@@ -554,8 +540,6 @@ static int setup_egress(run_state *st, pdk_error *err)
     pdk_sandbox_config *cfg = &st->cfg;
     st->gateway_module = pdk_gateway_module_load(err);
     if (!st->gateway_module || open_spool(st, err) < 0)
-        return -1;
-    if (check_credentials(st, err) < 0)
         return -1;
     make_placeholders(st);
     cfg->egress = true;

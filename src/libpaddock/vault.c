@@ -282,23 +282,28 @@ static int change(pdk_vault *v, change_fn fn, void *arg, pdk_error *err)
 }
 
 typedef struct set_args {
-    const char *name, *kind, *value;
+    const pdk_vault_item *items;
+    size_t count;
 } set_args;
 
 static int do_set(pdk_vault *v, void *arg, pdk_error *err)
 {
+    (void)err;
     set_args *a = arg;
-    json_t *old = json_object_get(v->secrets, a->name);
-    json_t *created = old ? json_object_get(old, "created_ns") : NULL;
-    json_t *o = json_pack("{s:s, s:s, s:I, s:I}", "kind", a->kind, "value", a->value, "created_ns",
-                          created ? json_integer_value(created) : pdk_now_realtime_ns(), "used_ns",
-                          (json_int_t)0);
-    json_object_set_new(v->secrets, a->name, o);
+    for (size_t i = 0; i < a->count; i++) {
+        const pdk_vault_item *it = &a->items[i];
+        json_t *old = json_object_get(v->secrets, it->name);
+        json_t *created = old ? json_object_get(old, "created_ns") : NULL;
+        json_t *o = json_pack("{s:s, s:s, s:I, s:I}", "kind", it->kind ? it->kind : "static",
+                              "value", it->value, "created_ns",
+                              created ? json_integer_value(created) : pdk_now_realtime_ns(),
+                              "used_ns", (json_int_t)0);
+        json_object_set_new(v->secrets, it->name, o);
+    }
     return 0;
 }
 
-int pdk_vault_set(pdk_vault *v, const char *name, const char *kind, const char *value, size_t len,
-                  pdk_error *err)
+static int check_item(const char *name, const char *value, size_t len, pdk_error *err)
 {
     if (!pdk_vault_name_valid(name))
         return pdk_error_set(err, 0,
@@ -311,16 +316,55 @@ int pdk_vault_set(pdk_vault *v, const char *name, const char *kind, const char *
                                       : "the value of %s is over 64 KiB or holds a NUL byte "
                                         "(nothing stored)",
                              name);
+    return 0;
+}
+
+int pdk_vault_set_many(pdk_vault *v, const pdk_vault_item *items, size_t count, pdk_error *err)
+{
+    for (size_t i = 0; i < count; i++)
+        if (check_item(items[i].name, items[i].value, strlen(items[i].value), err) < 0)
+            return -1;
     if (!v->have_key) { /* opened before any key existed: make it now */
         if (load_key(v, true, err) < 0)
             return -1;
         v->have_key = true;
     }
+    set_args a = {items, count};
+    return change(v, do_set, &a, err);
+}
+
+int pdk_vault_set(pdk_vault *v, const char *name, const char *kind, const char *value, size_t len,
+                  pdk_error *err)
+{
+    if (check_item(name, value, len, err) < 0)
+        return -1;
     _cleanup_free_ char *copy = xstrndup(value, len);
-    set_args a = {name, kind ? kind : "static", copy};
-    int r = change(v, do_set, &a, err);
+    pdk_vault_item item = {name, kind, copy};
+    int r = pdk_vault_set_many(v, &item, 1, err);
     sodium_memzero(copy, len);
     return r;
+}
+
+int pdk_vault_lock_secret(const char *state_dir, const char *name, pdk_error *err)
+{
+    if (!pdk_vault_name_valid(name))
+        return pdk_error_set(err, 0, "\"%.*s\" is not a secret name", PDK_VAULT_NAME_MAX,
+                             name ? name : "");
+    _cleanup_free_ char *dir = pdk_path_join(state_dir, "vault.locks");
+    if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+        return pdk_error_set(err, errno, "cannot make %s", dir);
+    _cleanup_free_ char *path = pdk_path_join(dir, name);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        return pdk_error_set(err, errno, "cannot open %s", path);
+    while (flock(fd, LOCK_EX) < 0) {
+        if (errno != EINTR) {
+            int e = errno;
+            close(fd);
+            return pdk_error_set(err, e, "cannot lock %s", path);
+        }
+    }
+    return fd;
 }
 
 static int do_touch(pdk_vault *v, void *arg, pdk_error *err)

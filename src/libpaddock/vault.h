@@ -38,6 +38,19 @@ bool pdk_vault_name_valid(const char *name);
  * value the user gave, "token" for one a provider minted. */
 int pdk_vault_set(pdk_vault *vault, const char *name, const char *kind, const char *value,
                   size_t len, pdk_error *err);
+/* Several secrets stored in one write: all of them, or (an error) none. */
+typedef struct pdk_vault_item {
+    const char *name;
+    const char *kind;  /* NULL: "static" */
+    const char *value; /* NUL-terminated */
+} pdk_vault_item;
+int pdk_vault_set_many(pdk_vault *vault, const pdk_vault_item *items, size_t count, pdk_error *err);
+
+/* An exclusive lock of STATE/vault.locks/NAME, for a change that spans more than one
+ * write (a provider's call between reading a refresh token and storing the next one):
+ * the fd, closed to release it, or -1 with err. Blocks while another process holds it. */
+int pdk_vault_lock_secret(const char *state_dir, const char *name, pdk_error *err);
+
 /* The value of name (owned by the vault, NUL-terminated, valid until the vault's next
  * write: set, remove, or a get with touch), or NULL with err when there is none. touch:
  * record the use (written at once). */

@@ -108,7 +108,7 @@ call GET "$V1"
 expect_eq "a made-up t- token: 99991663 (invalid)" "400 99991663" "$STATUS $(j 'j["code"]')"
 AUTH="Bearer u-madeUpUserToken"
 call GET "$V1"
-expect_eq "a user token (none issued here): 99991668" "400 99991668" "$STATUS $(j 'j["code"]')"
+expect_eq "a user token this server did not issue: 99991668" "400 99991668" "$STATUS $(j 'j["code"]')"
 AUTH=""
 call GET /open-apis/no/such/endpoint
 expect_eq "an unknown endpoint without a token: 99991661 (checked first)" "400 99991661" \
@@ -346,6 +346,56 @@ AUTH="Bearer $NEWTOK"
 call GET /open-apis/bot/v3/info
 expect_eq "... which works" 0 "$(j 'j["code"]')"
 stop_pid "$FEISHU_PID"
+
+# ---- user tokens: the refresh_token grant, rotating -----------------------------------------
+
+start_feishu OAUTH_PORT --refresh-token ur-first-refresh-token --user-expire 600
+BASE=http://127.0.0.1:$OAUTH_PORT
+AUTH=""
+OAUTH=/open-apis/authen/v2/oauth/token
+# refresh TOKEN [SECRET]: the refresh_token grant, form-encoded as RFC 6749 has it
+refresh() {
+    _last_cmd="curl -d grant_type=refresh_token... $OAUTH"
+    STATUS=$(curl -sS --max-time 10 -o "$T/.resp" -w '%{http_code}' \
+        --data-urlencode grant_type=refresh_token --data-urlencode "client_id=$APP_ID" \
+        --data-urlencode "client_secret=${2:-$APP_SECRET}" --data-urlencode "refresh_token=$1" \
+        "$BASE$OAUTH" 2>"$T/.curl.err")
+    RESP=$(cat "$T/.resp" 2>/dev/null)
+    # shellcheck disable=SC2034
+    OUT=$RESP ERR=$(cat "$T/.curl.err") RC=$STATUS
+}
+refresh ur-first-refresh-token
+expect_eq "oauth: the first refresh token gives code 0, a u- token and its lifetime" \
+    "200 0 u- 600 Bearer" \
+    "$STATUS $(j 'j["code"]') $(j 'j["access_token"][:2]') $(j 'j["expires_in"]') $(j 'j["token_type"]')"
+USER_TOKEN=$(j 'j["access_token"]')
+R1=$(j 'j["refresh_token"]')
+expect_match "... and a new refresh token (rotating)" '^ur-[A-Za-z0-9]{20,}$' "$R1"
+AUTH="Bearer $USER_TOKEN"
+call GET "$V1?page_size=1"
+expect_eq "the user token reads records" "200 0" "$STATUS $(j 'j["code"]')"
+AUTH=""
+refresh "$R1" wrong-secret
+expect_eq "a wrong client secret: 401, invalid_client, 20002" "401 invalid_client 20002" \
+    "$STATUS $(j 'j["error"]') $(j 'j["code"]')"
+refresh ur-never-issued
+expect_eq "a refresh token never issued: 400, invalid_grant, 20026" "400 invalid_grant 20026" \
+    "$STATUS $(j 'j["error"]') $(j 'j["code"]')"
+AUTH=""
+call POST "$OAUTH" "{\"grant_type\":\"refresh_token\",\"client_id\":\"$APP_ID\",\"client_secret\":\"$APP_SECRET\",\"refresh_token\":\"$R1\"}"
+expect_eq "the same grant as JSON works too (Feishu's own form)" "200 0" "$STATUS $(j 'j["code"]')"
+R2=$(j 'j["refresh_token"]')
+refresh "$R1"
+expect_eq "a spent refresh token again: 20073, and the chain is revoked" "400 invalid_grant 20073" \
+    "$STATUS $(j 'j["error"]') $(j 'j["code"]')"
+refresh "$R2"
+expect_eq "... its newest refresh token is refused after that: 20064" "400 20064" \
+    "$STATUS $(j 'j["code"]')"
+call POST "$OAUTH" '{"grant_type":"authorization_code","code":"x"}'
+expect_eq "another grant type: 20048" "400 unsupported_grant_type" "$STATUS $(j 'j["error"]')"
+AUTH="Bearer u-madeUpUserToken"
+call GET "$V1"
+expect_eq "a u- token this server did not issue: 99991668" "400 99991668" "$STATUS $(j 'j["code"]')"
 
 # ---- TLS, with a test CA -------------------------------------------------------------------
 

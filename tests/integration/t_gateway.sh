@@ -505,3 +505,67 @@ expect_no_match "the real value is nowhere in the audit log" "$real" "$OUT"
 expect_eq "... nor in the store's file" 0 "$(grep -c "$real" "$STATE/paddock.db" "$STATE"/audit-spool/* 2>/dev/null | awk -F: '{s+=$NF} END {print s+0}')"
 pdk secret list --json
 expect_ne "the vault records the credential's use" "None" "$(json_get "$OUT" 'j["used_ns"]')"
+
+# replace_in_body: a credential that opts in has its placeholder replaced in request bodies
+# too (Content-Length and chunked bodies, Expect: 100-continue), sent upstream with the new
+# length; one that does not leaves bodies as they are; a body over 1 MiB is refused.
+cat >"$T/body.yaml" <<EOF2
+version: 1
+network:
+  rules:
+    - {host: api.test, decision: allow}
+    - {host: form.test, decision: allow}
+  resolve:
+    "api.test:80": "127.0.0.1:$HTTP_PORT"
+    "form.test:80": "127.0.0.1:$HTTP_PORT"
+credentials:
+  - name: api
+    provider: static
+    value: {secret: api_token}
+    hosts: [api.test]
+    placeholder: {env: API_TOKEN}
+  - name: form
+    provider: static
+    value: {secret: api_token}
+    hosts: [form.test]
+    placeholder: {env: FORM_TOKEN}
+    replace_in_body: true
+EOF2
+: >"$T/upstream.log"
+cat >"$WS/body.sh" <<'EOF2'
+u() { curl -sS --max-time 20 -o /dev/null -w '%{http_code}\n' "$@"; }
+u --data-binary "token=$FORM_TOKEN&again=$FORM_TOKEN" http://form.test/v1/form
+printf '{"token":"%s"}' "$FORM_TOKEN" | u -H 'Transfer-Encoding: chunked' --data-binary @- http://form.test/v1/chunked
+u -H 'Expect: 100-continue' --data-binary "t=$FORM_TOKEN" http://form.test/v1/expect
+u --data-binary "token=$API_TOKEN" http://api.test/v1/not-opted-in
+u --data-binary "no placeholder here" http://form.test/v1/plain
+head -c 1100000 /dev/zero | u -H 'Content-Type: application/octet-stream' --data-binary @- http://form.test/v1/big
+head -c 1100000 /dev/zero | u -H 'Transfer-Encoding: chunked' --data-binary @- http://form.test/v1/bigchunked
+EOF2
+wrun --policy "$T/body.yaml" -- sh ./body.sh
+expect_eq "replace_in_body: every request answered as expected" "200 200 200 200 200 413 413" \
+    "$(printf '%s' "$OUT" | tr '\n' ' ' | sed 's/ $//')"
+body_of() { # body_of PATH: "BODY_LEN BODY" of that request at the upstream
+    "$PYTHON" -c '
+import json, sys
+for h in map(json.loads, open(sys.argv[1])):
+    if h["path"] == sys.argv[2]:
+        print(h["body_len"], h.get("body", ""), h["headers"].get("Content-Length"), h["headers"].get("Transfer-Encoding"), h["headers"].get("Expect"))' "$T/upstream.log" "$1"
+}
+n=${#real}
+expect_eq "a form body: every placeholder replaced, sent with its new length" \
+    "$((13 + 2 * n)) token=$real&again=$real $((13 + 2 * n)) None None" "$(body_of /v1/form)"
+expect_eq "a chunked body: de-chunked, replaced, sent with a Content-Length" \
+    "$((12 + n)) {\"token\":\"$real\"} $((12 + n)) None None" "$(body_of /v1/chunked)"
+expect_eq "Expect: 100-continue: the gateway answers 100 itself, the body is replaced" \
+    "$((2 + n)) t=$real $((2 + n)) None None" "$(body_of /v1/expect)"
+expect_match "a credential without replace_in_body: its placeholder stays in the body" \
+    '^[0-9]+ token=pdk-ph-' "$(body_of /v1/not-opted-in)"
+expect_eq "a body without a placeholder goes as it came" \
+    "19 no placeholder here 19 None None" "$(body_of /v1/plain)"
+expect_eq "... a body over 1 MiB is refused (413), whatever its framing, and never sent" "" \
+    "$(body_of /v1/big)$(body_of /v1/bigchunked)"
+expect_no_match "... and the value is nowhere in what the sandbox saw" "$real" "$OUT$ERR"
+pdk audit --json
+expect_match "a replacement in a body is recorded as a use" '"kind":"credential.used".*"in":"body"' "$OUT"
+expect_no_match "... and the value is nowhere in the audit log" "$real" "$OUT"

@@ -12,7 +12,8 @@ Paths:
   /git/...     with --git: git's smart HTTP protocol for the repositories under ROOT
                (git http-backend), so that clone and push work
   anything     a JSON echo: method, path, the request's header names and values, body size
-Every request is appended to the log as one JSON line (method, path, headers).
+Every request is appended to the log as one JSON line (method, path, headers, body_len, and
+the body itself as text when it is under 4 KiB).
 """
 import json, socket, ssl, subprocess, sys, threading, time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -26,12 +27,14 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, fmt, *args):
         pass
 
-    def _record(self, body_len):
+    def _record(self, body_len, body=b""):
         if Handler.log_file:
+            line = {"method": self.command, "path": self.path,
+                    "headers": dict(self.headers.items()), "body_len": body_len}
+            if body and len(body) < 4096:
+                line["body"] = body.decode("utf-8", "replace")
             with open(Handler.log_file, "a") as f:
-                f.write(json.dumps({"method": self.command, "path": self.path,
-                                    "headers": dict(self.headers.items()),
-                                    "body_len": body_len}) + "\n")
+                f.write(json.dumps(line) + "\n")
 
     def _body(self):
         n = int(self.headers.get("Content-Length") or 0)
@@ -90,7 +93,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def _handle(self):
         body = self._body()
-        self._record(len(body))
+        self._record(len(body), body)
         if Handler.git_root and self.path.startswith("/git/"):
             return self._git(body)
         if self.path.endswith("/ws") and self.headers.get("Upgrade", "").lower() == "websocket":

@@ -1,0 +1,197 @@
+#!/usr/bin/env bash
+# t_oauth2: the oauth2_refresh provider against the fake Feishu server's OAuth v2 endpoint
+# (tests/fixtures/fake_feishu.py), which rotates refresh tokens and revokes a chain whose
+# spent refresh token comes back. The gateway refreshes the user token before it expires,
+# keeps it across runs, writes each new refresh token back to the vault; two sessions
+# refreshing at once keep a working chain; a revoked chain stops a run with one clear
+# error and gives a running agent a 502 with the reason; no token is found inside or in
+# the audit.
+. "$(dirname "$0")/lib.sh"
+need_userns
+[ -e "$PADDOCK_BUILD/paddock-gateway.so" ] || bail_out "paddock-gateway.so is not built"
+
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj "/CN=test CA" \
+    -keyout "$T/ca.key" -out "$T/ca.pem" >/dev/null 2>&1
+openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=open.feishu.cn" \
+    -keyout "$T/fs.key" -out "$T/fs.csr" >/dev/null 2>&1
+printf 'subjectAltName=DNS:open.feishu.cn\n' >"$T/san.ext"
+openssl x509 -req -in "$T/fs.csr" -CA "$T/ca.pem" -CAkey "$T/ca.key" -CAcreateserial -days 2 \
+    -extfile "$T/san.ext" -out "$T/fs.pem" >/dev/null 2>&1
+
+app_secret="real-app-secret-$RANDOM$RANDOM$RANDOM"
+first_refresh="ur-first-$RANDOM$RANDOM$RANDOM"
+# A user token lasts 3 s: refreshed when less than half of it remains. Each refresh takes
+# 0.3 s at the server, so that two sessions' refreshes would overlap without the lock.
+fifo="$T/.fs"
+mkfifo "$fifo"
+"$PYTHON" "$PADDOCK_TOP/tests/fixtures/fake_feishu.py" --app-id cli_paddocktest \
+    --app-secret "$app_secret" --tls "$T/fs.pem" "$T/fs.key" --log "$T/fs.log" \
+    --refresh-token "$first_refresh" --user-expire 3 --refresh-delay 0.3 >"$fifo" &
+track_pid $!
+FS_PORT=""
+IFS= read -r -t 30 FS_PORT <"$fifo"
+rm -f "$fifo"
+[ -n "$FS_PORT" ] || bail_out "the fake Feishu server did not start"
+
+set_secret() { # set_secret NAME VALUE
+    printf '%s\n' "$2" | HOME="$TEST_HOME" "$PADDOCK" secret set "$1" >/dev/null
+}
+set_secret feishu_app_id cli_paddocktest
+set_secret feishu_app_secret "$app_secret"
+set_secret feishu_user_refresh "$first_refresh"
+
+cat >"$T/user.yaml" <<EOF2
+version: 1
+network:
+  resolve: {"open.feishu.cn:443": "127.0.0.1:$FS_PORT"}
+  upstream_ca: [$T/ca.pem]
+  rules:
+    - {host: open.feishu.cn, methods: [GET], path: /open-apis/bitable/v1/apps/bascExample/**, decision: allow}
+credentials:
+  - name: feishu-user
+    provider: oauth2_refresh
+    token_url: https://open.feishu.cn/open-apis/authen/v2/oauth/token
+    refresh_token: {secret: feishu_user_refresh}
+    client_id: {secret: feishu_app_id}
+    client_secret: {secret: feishu_app_secret}
+    hosts: [open.feishu.cn]
+    inject: {header: Authorization, value: "Bearer {token}"}
+    placeholder: {env: FEISHU_USER_TOKEN}
+EOF2
+API=https://open.feishu.cn/open-apis/bitable/v1/apps/bascExample/tables/tblExample/records
+# secret_kind NAME: the kind of a vault secret (paddock secret list --json, a line each)
+secret_kind() {
+    pdk secret list --json
+    printf '%s\n' "$OUT" | "$PYTHON" -c '
+import json, sys
+print(*(e["kind"] for e in map(json.loads, filter(str.strip, sys.stdin)) if e["name"] == sys.argv[1]))' "$1"
+}
+secret_count() {
+    pdk secret list --json
+    printf '%s\n' "$OUT" | grep -c '"name"'
+}
+refreshes() { grep -c '"path": "/open-apis/authen/v2/oauth/token"' "$T/fs.log"; }
+# codes: the Feishu codes of the fake's answers to the OAuth endpoint, in order
+codes() {
+    "$PYTHON" -c '
+import json, sys
+print(" ".join(str(h["code"]) for h in map(json.loads, open(sys.argv[1]))
+               if h["path"] == "/open-apis/authen/v2/oauth/token"))' "$T/fs.log"
+}
+
+# One read; the user token is injected; the refresh token is rotated in the vault.
+wrun --policy "$T/user.yaml" -- sh -c 'printf "%s\n" "${FEISHU_USER_TOKEN%"${FEISHU_USER_TOKEN#pdk-ph-}"}"
+    curl -sS --max-time 20 -o /dev/null -w "%{http_code}\n" -H "Authorization: Bearer $FEISHU_USER_TOKEN" '"$API"
+expect_eq "a read with the user token works; the sandbox holds a placeholder" "pdk-ph- 200" \
+    "$(printf '%s' "$OUT" | tr '\n' ' ' | sed 's/ $//')"
+expect_eq "... one refresh, answered code 0" "0" "$(codes)"
+real=$("$PYTHON" -c '
+import json, sys
+for h in map(json.loads, open(sys.argv[1])):
+    a = h.get("authorization") or ""
+    if a.startswith("Bearer u-"): print(a[7:]); break' "$T/fs.log")
+expect_match "the server received a real user token" '^u-' "$real"
+rotated=$("$PYTHON" -c '
+import json, sys
+print([h for h in map(json.loads, open(sys.argv[1])) if h["path"].endswith("/oauth/token")][0]["body"])' "$T/fs.log")
+expect_match "... the refresh went form-encoded with the first refresh token and the client's id" \
+    "^grant_type=refresh_token&refresh_token=$first_refresh&client_id=cli_paddocktest&client_secret=" \
+    "$rotated"
+expect_eq "the vault holds the rotated refresh token (a token now) and the cached access token" \
+    "token token" "$(secret_kind feishu_user_refresh) $(secret_kind feishu-user.access_token)"
+
+# Kept across a restart: a run while the token is valid does not refresh.
+wrun --policy "$T/user.yaml" -- curl -sS --max-time 20 -o /dev/null -w '%{http_code}' "$API"
+expect_eq "a second run at once reads with the cached token, no refresh" "200 1" "$OUT $(refreshes)"
+
+# Refreshed before it expires, during a run, and the chain goes on: a run reading for 4 s
+# sees every read work across refreshes (each spends the refresh token the last wrote).
+cat >"$WS/reader.sh" <<'EOF2'
+end=$(( $(date +%s) + 4 )); n=0; bad=0
+while [ "$(date +%s)" -lt "$end" ]; do
+    code=$(curl -sS --max-time 20 -o /dev/null -w '%{http_code}' "$1")
+    [ "$code" = 200 ] || bad=$((bad + 1))
+    n=$((n + 1)); sleep 0.2
+done
+echo "$n $bad"
+EOF2
+# Two sessions at once, each reading for 4 s: both refresh as the token nears its end.
+before=$(refreshes)
+(cd "$WS" && pdk_run --workspace "$WS" --policy "$T/user.yaml" -- sh reader.sh "$API" \
+    </dev/null >"$T/r1.out" 2>"$T/r1.err") &
+r1=$!
+(cd "$WS" && pdk_run --workspace "$WS" --policy "$T/user.yaml" -- sh reader.sh "$API" \
+    </dev/null >"$T/r2.out" 2>"$T/r2.err") &
+r2=$!
+wait "$r1"; rc1=$?
+wait "$r2"; rc2=$?
+n1=$(cut -d' ' -f1 <"$T/r1.out"); n2=$(cut -d' ' -f1 <"$T/r2.out")
+expect_eq "two sessions reading at once: both finish, every read answered 200" "0 0 0 0" \
+    "$rc1 $rc2 $(cut -d' ' -f2 <"$T/r1.out") $(cut -d' ' -f2 <"$T/r2.out")" ||
+    diag "$(cat "$T/r1.err" "$T/r2.err")"
+expect_eq "... each made several reads" yes "$([ "${n1:-0}" -ge 5 ] && [ "${n2:-0}" -ge 5 ] && echo yes)"
+after=$(refreshes)
+expect_eq "... the token was refreshed on the way (twice at least)" yes \
+    "$([ $((after - before)) -ge 2 ] && echo yes)"
+expect_no_match "... and no refresh token was ever spent twice (the chain holds)" '2007[0-9]|20064' "$(codes)"
+wrun --policy "$T/user.yaml" -- curl -sS --max-time 20 -o /dev/null -w '%{http_code}' "$API"
+expect_eq "... and the chain works after them" 200 "$OUT"
+
+# Two sessions that start at once with a stale token: one refreshes, the other waits for it
+# and takes the new token from the vault.
+stale_end=$(( $(date +%s) ))000000000
+set_secret feishu-user.access_token "u-stale-token $stale_end 3000000000"
+before=$(refreshes)
+(cd "$WS" && pdk_run --workspace "$WS" --policy "$T/user.yaml" -- curl -sS --max-time 20 \
+    -o /dev/null -w '%{http_code}' "$API" </dev/null >"$T/s1.out" 2>"$T/s1.err") &
+s1=$!
+(cd "$WS" && pdk_run --workspace "$WS" --policy "$T/user.yaml" -- curl -sS --max-time 20 \
+    -o /dev/null -w '%{http_code}' "$API" </dev/null >"$T/s2.out" 2>"$T/s2.err") &
+s2=$!
+wait "$s1"; wait "$s2"
+expect_eq "two sessions starting at once with a stale token: both read" "200 200" \
+    "$(cat "$T/s1.out") $(cat "$T/s2.out")"
+expect_eq "... with one refresh between them" 1 $(( $(refreshes) - before ))
+
+pdk audit --json
+audit=$OUT
+expect_match "each refresh is recorded, rotated" '"kind":"credential.refreshed".*"rotated":true' "$audit"
+tokens=$("$PYTHON" -c '
+import json, re, sys
+seen = set()
+for h in map(json.loads, open(sys.argv[1])):
+    seen.update(re.findall(r"u-[A-Za-z0-9]{20,}|ur-[A-Za-z0-9]{20,}", json.dumps(h)))
+print("|".join(sorted(seen)))' "$T/fs.log")
+expect_no_match "no access or refresh token is in the audit log" "$tokens|$first_refresh|$app_secret" "$audit"
+expect_no_match "... nor in what the sandboxes printed" "$tokens|$first_refresh" \
+    "$(cat "$T"/r1.* "$T"/r2.* "$T"/s1.* "$T"/s2.*)"
+
+# A revoked chain: the spent first refresh token is replayed (as a thief would), the server
+# revokes the whole chain. A run that needs a refresh stops with one clear error; the vault
+# keeps what it held.
+curl -sS --max-time 10 --cacert "$T/ca.pem" --resolve "open.feishu.cn:$FS_PORT:127.0.0.1" \
+    -d grant_type=refresh_token -d client_id=cli_paddocktest --data-urlencode "client_secret=$app_secret" \
+    -d "refresh_token=$first_refresh" -o /dev/null "https://open.feishu.cn:$FS_PORT/open-apis/authen/v2/oauth/token"
+set_secret feishu-user.access_token "u-stale-token $stale_end 3000000000"
+vault_before=$(secret_count)
+wrun --policy "$T/user.yaml" -- true
+expect_eq "a revoked refresh token: paddock run fails (125)" 125 "$RC"
+expect_match "... saying the endpoint refused it, why, and what to do" \
+    "credential feishu-user: the token endpoint refused the refresh token \(HTTP 400, invalid_grant, code 20064\): The refresh token has been revoked. \(store a new one: paddock secret set feishu_user_refresh\)" \
+    "$ERR"
+expect_eq "... in one line" 1 "$(printf '%s\n' "$ERR" | grep -c .)"
+expect_eq "... and the vault holds as many secrets as before" "$vault_before" "$(secret_count)"
+expect_eq "... the refresh token is still the one it was (kind token: the last rotation's)" token \
+    "$(secret_kind feishu_user_refresh)"
+
+# The same during a run: the run starts with a cached token that is fresh for 2 s more, and
+# the agent's request after that needs a refresh, which fails: a 502 with the reason. The
+# cached token is one the server never issued, so any request that reached it with that
+# token would get 400, not 502.
+set_secret feishu-user.access_token "u-cached-token $(( $(date +%s) + 7 ))000000000 10000000000"
+wrun --policy "$T/user.yaml" -- sh -c 'sleep 2.5; curl -sS --max-time 20 -w " %{http_code}" '"$API"
+expect_match "a refresh that fails during a run: the agent gets a 502 with the reason" \
+    'refused the refresh token .*code 20064.* 502$' "$OUT"
+pdk audit --json
+expect_match "... recorded as credential.provider_failed" '"kind":"credential.provider_failed"' "$OUT"
+expect_eq "... and the cached token never went upstream" 0 "$(grep -c u-cached-token "$T/fs.log")"
