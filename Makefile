@@ -18,7 +18,7 @@ build: bootstrap $(BUILD)/build.ninja
 	@ninja -C $(BUILD) >/dev/null || ninja -C $(BUILD)
 
 demo: build
-	@scripts/demo $(BUILD)/paddock
+	@$(BUILD)/paddock demo
 
 test: build
 	@tests/run --build $(BUILD)

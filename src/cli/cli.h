@@ -38,6 +38,7 @@ int pdk_cmd_approve(int argc, char **argv);
 int pdk_cmd_deny(int argc, char **argv);
 int pdk_cmd_ca(int argc, char **argv);
 int pdk_cmd_secret(int argc, char **argv);
+int pdk_cmd_demo(int argc, char **argv);
 
 /* Options of the subcommands that take only --json and --help: parses argv, leaves optind
  * at the first operand. Returns -1 to go on, else the exit status to return at once

@@ -27,6 +27,8 @@ static const pdk_cli_command commands[] = {
     {"deny", "refuse the command of an approval request", pdk_cmd_deny},
     {"ca", "paddock's CA for TLS interception at the gateway", pdk_cmd_ca},
     {"secret", "the vault: secrets the gateway injects, never shown to a sandbox", pdk_cmd_secret},
+    {"demo", "tell paddock's story on built-in defaults (credentials, workspace review)",
+     pdk_cmd_demo},
 };
 
 static void print_usage(FILE *out)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make demo: paddock's main job on built-in defaults. A command changes a workspace inside
+# paddock demo workspace: the workspace review story on built-in defaults. A command changes a workspace inside
 # the sandbox; the real directory is untouched; diff shows the change; commit applies it.
 # Everything happens in a temporary directory that is removed at the end.
 set -euo pipefail
@@ -18,7 +18,7 @@ mkdir -p "$demo/home/.ssh" && printf 'not a real key\n' >"$demo/home/.ssh/id_ed2
 export HOME=$demo/home
 
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
-show() { printf '$ %s\n' "$*"; "$@"; }
+show() { local shown="$*"; printf '$ %s\n' "${shown/#"$paddock"/paddock}"; "$@"; }
 
 step "1. A command runs in the sandbox and changes the workspace"
 cat <<'TXT'
