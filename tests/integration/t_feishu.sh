@@ -123,45 +123,8 @@ start_bg hold.fifo --workspace "$WS" --policy "$T/feishu.yaml" -- python3 hold.p
 read_bg_line
 expect_eq "a sandbox process made an authenticated request and holds on" "ready True" "$BG_LINE"
 ca_key_line=$(sed -n 2p "$STATE/ca/ca.key")
-scan=$("$PYTHON" - "$BG_PID" "$real" "$app_secret" "$ca_key_line" <<'PY'
-import os, sys
-root, secrets = int(sys.argv[1]), [s.encode() for s in sys.argv[2:]]
-def parent(pid):
-    try:
-        return int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
-    except OSError:
-        return 0
-def under(pid):
-    while pid > 1:
-        if pid == root: return True
-        pid = parent(pid)
-    return False
-found, scanned = [], 0
-for d in os.listdir("/proc"):
-    if not d.isdigit() or not under(int(d)) or int(d) == root: continue
-    pid = int(d)
-    try:
-        blobs = [open(f"/proc/{pid}/environ", "rb").read(), open(f"/proc/{pid}/cmdline", "rb").read()]
-        with open(f"/proc/{pid}/maps") as maps, open(f"/proc/{pid}/mem", "rb", 0) as mem:
-            for line in maps:
-                addr, perms = line.split()[:2]
-                if "r" not in perms: continue
-                lo, hi = (int(x, 16) for x in addr.split("-"))
-                if hi - lo > (256 << 20):
-                    continue  # reserved, not used: ASan's shadow, a thread's guard
-                try:
-                    mem.seek(lo); blobs.append(mem.read(hi - lo))
-                except (OSError, ValueError, OverflowError, MemoryError):
-                    pass
-    except OSError:
-        continue
-    scanned += 1
-    for b in blobs:
-        for s in secrets:
-            if s in b: found.append(pid)
-print(scanned, len(found))
-PY
-)
+scan=$(printf '%s\n' "$real" "$app_secret" "$ca_key_line" |
+    "$PYTHON" "$PADDOCK_TOP/tests/integration/memscan.py" "$BG_PID")
 stop_pid "$BG_PID"
 expect_match "the memory of every sandbox process holds neither the token, the app secret nor the CA key" \
     "^[1-9][0-9]* 0$" "$scan"

@@ -195,3 +195,12 @@ expect_match "a refresh that fails during a run: the agent gets a 502 with the r
 pdk audit --json
 expect_match "... recorded as credential.provider_failed" '"kind":"credential.provider_failed"' "$OUT"
 expect_eq "... and the cached token never went upstream" 0 "$(grep -c u-cached-token "$T/fs.log")"
+
+# A vault the run cannot read (under another key): the run stops with one clear error
+# before anything starts, and the vault is not written.
+sum_before=$(sha256sum <"$STATE/vault")
+PADDOCK_VAULT_KEY=$(printf '%064x' 1) wrun --policy "$T/user.yaml" -- true
+expect_eq "a vault under another key: paddock run fails (125)" 125 "$RC"
+expect_match "... saying so in one line" "^paddock: .*cannot decrypt the vault" "$ERR"
+expect_eq "... one line" 1 "$(printf '%s\n' "$ERR" | grep -c .)"
+expect_eq "... and the vault is as it was" "$sum_before" "$(sha256sum <"$STATE/vault")"
