@@ -22,14 +22,13 @@
  */
 #include "gateway_internal.h"
 
+#include "token_answer.h"
 #include "vault.h"
 
 #include <curl/curl.h>
 
 #define REFRESH_MARGIN_NS (5 * 60 * 1000000000LL)
 #define TOKEN_REPLY_MAX   (64 * 1024)
-/* An OAuth answer without expires_in (RFC 6749 only recommends it): assumed to last this. */
-#define OAUTH_DEFAULT_LIFETIME_S 3600
 
 static size_t on_data(char *p, size_t size, size_t n, void *arg)
 {
@@ -60,12 +59,26 @@ static void wipe_free(char *s)
     }
 }
 
-/* POST body to url; the answer parsed as JSON (*answer, NULL when it is not JSON) and its
- * HTTP status. -1 with err when the endpoint cannot be reached. */
-static int post(pdk_gateway *g, const char *name, const char *url, const char *content_type,
-                const char *body, json_t **answer, long *status, pdk_error *err)
+/* A minted token: the value, its expiry and lifetime, and (oauth2_refresh) the refresh
+ * token to keep for the next time, when the endpoint gave a new one. */
+typedef struct minted {
+    char *token;
+    int64_t expires_ns, lifetime_ns;
+    char *next_refresh_token;
+} minted;
+
+static void minted_clear(minted *m)
 {
-    *answer = NULL;
+    wipe_free(m->token);
+    wipe_free(m->next_refresh_token);
+    *m = (minted){0};
+}
+
+/* POST body to url: the answer's body (in reply, which the caller wipes) and its HTTP
+ * status, or -1 with err when the endpoint cannot be reached. */
+static int post(pdk_gateway *g, const char *name, const char *url, const char *content_type,
+                const char *body, pdk_buf *reply, long *status, pdk_error *err)
+{
     *status = 0;
     CURL *curl = curl_easy_init();
     CURLU *u = curl_url();
@@ -92,7 +105,6 @@ static int post(pdk_gateway *g, const char *name, const char *url, const char *c
             xasprintf("%s:%s:%s:%u", host, port, ov->to_host, (unsigned)ov->to_port);
         connect_to = curl_slist_append(NULL, to);
     }
-    pdk_buf reply = {0};
     char curl_error[CURL_ERROR_SIZE] = "";
     curl_easy_setopt(curl, CURLOPT_URL, url);
     curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
@@ -102,7 +114,7 @@ static int post(pdk_gateway *g, const char *name, const char *url, const char *c
     curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, 5L);
     curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, strcmp(scheme, "http") == 0 ? "http" : "https");
     curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_data);
-    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &reply);
+    curl_easy_setopt(curl, CURLOPT_WRITEDATA, reply);
     curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, curl_error);
     curl_easy_setopt(curl, CURLOPT_SSL_CTX_FUNCTION, add_roots);
     curl_easy_setopt(curl, CURLOPT_SSL_CTX_DATA, g);
@@ -117,49 +129,39 @@ static int post(pdk_gateway *g, const char *name, const char *url, const char *c
     curl_free(scheme);
     curl_slist_free_all(headers);
     curl_slist_free_all(connect_to);
-    int ret = 0;
-    if (r != CURLE_OK) {
-        ret = pdk_error_set(err, 0, "credential %s: the token endpoint %s cannot be reached: %s",
-                            name, url, curl_error[0] ? curl_error : curl_easy_strerror(r));
-    } else {
-        json_error_t jerr;
-        *answer = json_loadb(reply.data ? reply.data : "", reply.len, 0, &jerr);
-        if (!json_is_object(*answer)) {
-            json_decref(*answer);
-            *answer = NULL;
-        }
-    }
-    if (reply.data)
-        sodium_memzero(reply.data, reply.len);
-    pdk_buf_free(&reply);
-    return ret;
+    if (r != CURLE_OK)
+        return pdk_error_set(err, 0, "credential %s: the token endpoint %s cannot be reached: %s",
+                             name, url, curl_error[0] ? curl_error : curl_easy_strerror(r));
+    return 0;
 }
 
-/* A minted token: the value, its expiry and lifetime, and (oauth2_refresh) the refresh
- * token to keep for the next time, when the endpoint gave a new one. */
-typedef struct minted {
-    char *token;
-    int64_t expires_ns, lifetime_ns;
-    char *next_refresh_token;
-} minted;
-
-static void minted_clear(minted *m)
+static void wipe_buf(pdk_buf *b)
 {
-    wipe_free(m->token);
-    wipe_free(m->next_refresh_token);
-    *m = (minted){0};
+    if (b->data)
+        sodium_memzero(b->data, b->len);
+    pdk_buf_free(b);
 }
 
-static const char *str_or(json_t *o, const char *key, const char *fallback)
+/* POST, and the answer parsed (token_answer.c) into m. */
+static int ask_endpoint(pdk_gateway *g, const pdk_credential *cred, pdk_token_kind kind,
+                        const char *url, const char *content_type, const char *body, minted *m,
+                        pdk_error *err)
 {
-    const char *s = json_string_value(json_object_get(o, key));
-    return s && *s ? s : fallback;
-}
-
-static void set_lifetime(minted *m, json_int_t seconds)
-{
-    m->lifetime_ns = (int64_t)seconds * 1000000000LL;
+    pdk_buf reply = {0};
+    long status = 0;
+    int r = post(g, cred->name, url, content_type, body, &reply, &status, err);
+    pdk_token_answer a = {0};
+    if (r == 0)
+        r = pdk_token_answer_parse(kind, status, reply.data, reply.len, cred->name,
+                                   cred->refresh_token_secret, &a, err);
+    wipe_buf(&reply);
+    if (r < 0)
+        return -1;
+    m->token = a.token;
+    m->next_refresh_token = a.refresh_token;
+    m->lifetime_ns = a.lifetime_s * 1000000000LL;
     m->expires_ns = pdk_now_realtime_ns() + m->lifetime_ns;
+    return 0;
 }
 
 static int feishu_mint(pdk_gateway *g, pdk_gateway_credential *gc, minted *m, pdk_error *err)
@@ -187,35 +189,9 @@ static int feishu_mint(pdk_gateway *g, pdk_gateway_credential *gc, minted *m, pd
         return pdk_error_prefix(err, "credential %s", cred->name);
     _cleanup_free_ char *url =
         xasprintf("https://%s/open-apis/auth/v3/tenant_access_token/internal", host);
-    json_t *answer = NULL;
-    long status = 0;
-    int ret =
-        post(g, cred->name, url, "application/json; charset=utf-8", body, &answer, &status, err);
+    int ret = ask_endpoint(g, cred, PDK_TOKEN_FEISHU_TENANT, url, "application/json; charset=utf-8",
+                           body, m, err);
     wipe_free(body);
-    json_t *code = json_object_get(answer, "code");
-    const char *tok = json_string_value(json_object_get(answer, "tenant_access_token"));
-    json_int_t expire = json_integer_value(json_object_get(answer, "expire"));
-    if (ret < 0)
-        ;
-    else if (!answer)
-        ret = pdk_error_set(err, 0,
-                            "credential %s: the token endpoint answered HTTP %ld with something "
-                            "else than JSON",
-                            cred->name, status);
-    else if (!json_is_integer(code) || json_integer_value(code) != 0)
-        ret = pdk_error_set(err, 0, "credential %s: the token endpoint refused: code %lld: %s",
-                            cred->name,
-                            json_is_integer(code) ? (long long)json_integer_value(code) : -1LL,
-                            str_or(answer, "msg", "(no message)"));
-    else if (!tok || !*tok || expire <= 0)
-        ret = pdk_error_set(err, 0,
-                            "credential %s: the token endpoint's answer has no token or expiry",
-                            cred->name);
-    if (ret == 0) {
-        m->token = xstrdup(tok);
-        set_lifetime(m, expire);
-    }
-    json_decref(answer);
     return ret;
 }
 
@@ -266,54 +242,14 @@ static int oauth2_refresh(pdk_gateway *g, pdk_gateway_credential *gc, minted *m,
         wipe_free(refresh);
         return pdk_error_prefix(err, "credential %s", cred->name);
     }
-    json_t *answer = NULL;
-    long status = 0;
-    int ret = post(g, cred->name, cred->token_url, "application/x-www-form-urlencoded", body.data,
-                   &answer, &status, err);
-    sodium_memzero(body.data, body.len);
-    pdk_buf_free(&body);
-    /* An error is RFC 6749's {"error", "error_description"}, or a provider's own {code,
-     * msg} (Feishu answers both), or a status that is not 2xx. */
-    json_t *code = json_object_get(answer, "code");
-    const char *error = json_string_value(json_object_get(answer, "error"));
-    const char *tok = json_string_value(json_object_get(answer, "access_token"));
-    json_t *expires_in = json_object_get(answer, "expires_in");
-    const char *next = json_string_value(json_object_get(answer, "refresh_token"));
-    if (ret < 0)
-        ;
-    else if (!answer)
-        ret = pdk_error_set(err, 0,
-                            "credential %s: the token endpoint answered HTTP %ld with something "
-                            "else than JSON",
-                            cred->name, status);
-    else if (error || (json_is_integer(code) && json_integer_value(code) != 0) || status < 200 ||
-             status > 299) {
-        _cleanup_free_ char *what =
-            json_is_integer(code)
-                ? xasprintf("%s%s%scode %lld", error ? ", " : "", error ? error : "", ", ",
-                            (long long)json_integer_value(code))
-                : xasprintf("%s%s", error ? ", " : "", error ? error : "");
-        ret = pdk_error_set(err, 0,
-                            "credential %s: the token endpoint refused the refresh token (HTTP "
-                            "%ld%s): %s (store a new one: paddock secret set %s)",
-                            cred->name, status, what,
-                            str_or(answer, "error_description", str_or(answer, "msg", "no reason")),
-                            cred->refresh_token_secret);
-    } else if (!tok || !*tok ||
-               (expires_in &&
-                (!json_is_integer(expires_in) || json_integer_value(expires_in) <= 0)))
-        ret = pdk_error_set(err, 0,
-                            "credential %s: the token endpoint's answer has no access_token or a "
-                            "bad expires_in",
-                            cred->name);
-    if (ret == 0) {
-        m->token = xstrdup(tok);
-        set_lifetime(m, expires_in ? json_integer_value(expires_in) : OAUTH_DEFAULT_LIFETIME_S);
-        if (next && *next && strcmp(next, refresh) != 0)
-            m->next_refresh_token = xstrdup(next);
+    int ret = ask_endpoint(g, cred, PDK_TOKEN_OAUTH2, cred->token_url,
+                           "application/x-www-form-urlencoded", body.data, m, err);
+    wipe_buf(&body);
+    if (ret == 0 && m->next_refresh_token && strcmp(m->next_refresh_token, refresh) == 0) {
+        wipe_free(m->next_refresh_token); /* the same one again: not rotated */
+        m->next_refresh_token = NULL;
     }
     wipe_free(refresh);
-    json_decref(answer);
     return ret;
 }
 
@@ -332,17 +268,17 @@ static bool cached(pdk_gateway *g, const char *cache_name, minted *m)
     if (pdk_vault_open(g->state_dir, false, &vault, &ignored) < 0)
         return false;
     const char *entry = pdk_vault_get(vault, cache_name, false, &ignored);
-    const char *space = entry ? strchr(entry, ' ') : NULL;
+    char *token = NULL;
+    int64_t e = 0, l = 0;
     bool fresh = false;
-    if (space) {
-        char *end = NULL;
-        int64_t e = strtoll(space + 1, &end, 10);
-        int64_t l = end && *end == ' ' ? strtoll(end + 1, NULL, 10) : 0;
+    if (entry && pdk_token_cache_parse(entry, &token, &e, &l)) {
         if (e - pdk_now_realtime_ns() > margin(l)) {
-            m->token = xstrndup(entry, (size_t)(space - entry));
+            m->token = token;
             m->expires_ns = e;
             m->lifetime_ns = l;
             fresh = true;
+        } else {
+            wipe_free(token);
         }
     }
     pdk_vault_close(vault);
@@ -359,8 +295,7 @@ static int mint(pdk_gateway *g, pdk_gateway_credential *gc, const char *cache_na
                                                             : feishu_mint(g, gc, m, err);
     if (r < 0)
         return -1;
-    _cleanup_free_ char *entry =
-        xasprintf("%s %lld %lld", m->token, (long long)m->expires_ns, (long long)m->lifetime_ns);
+    _cleanup_free_ char *entry = pdk_token_cache_format(m->token, m->expires_ns, m->lifetime_ns);
     pdk_vault_item items[2] = {{cache_name, "token", entry},
                                {cred->refresh_token_secret, "token", m->next_refresh_token}};
     size_t n = m->next_refresh_token ? 2 : 1;

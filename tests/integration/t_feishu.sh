@@ -179,7 +179,7 @@ printf 'not-the-secret\n' | HOME="$TEST_HOME" "$PADDOCK" secret set feishu_app_s
 HOME="$TEST_HOME" "$PADDOCK" secret rm feishu-bot.tenant_token >/dev/null 2>&1
 wrun --policy "$T/feishu.yaml" -- true
 expect_eq "a wrong app secret: paddock run fails (125)" 125 "$RC"
-expect_match "... with the provider's answer" "token endpoint refused: code 99991543" "$ERR"
+expect_match "... with the provider's answer" "token endpoint refused \(HTTP 200\): code 99991543: app_id or app_secret is invalid" "$ERR"
 
 # A token endpoint that answers garbage, or never answers: one clear error, bounded, not
 # retried (the run stops before anything starts).
