@@ -2,6 +2,7 @@
 #include "audit.h"
 
 #include "fsutil.h"
+#include "redact.h"
 #include "store_sqlite.h"
 #include "util.h"
 
@@ -20,65 +21,15 @@
 #include <time.h>
 
 #define GENESIS_HASH "0000000000000000000000000000000000000000000000000000000000000000"
-#define REDACTED     "[REDACTED]"
 
-/* ---- redaction ---- */
-
-static char **secrets;
-
-void pdk_audit_redact(const char *secret)
-{
-    if (!secret || strlen(secret) < 4 || pdk_strv_contains(secrets, secret))
-        return;
-    pdk_strv_push(&secrets, secret);
-}
-
-void pdk_audit_redact_clear(void)
-{
-    pdk_strv_free(secrets);
-    secrets = NULL;
-}
-
-/* s with every registered secret replaced (new string), or NULL when none occurs. */
-static char *redact_text(const char *s)
-{
-    if (!secrets || !s)
-        return NULL;
-    bool found = false;
-    for (size_t i = 0; secrets[i] && !found; i++)
-        found = strstr(s, secrets[i]) != NULL;
-    if (!found)
-        return NULL;
-    char *cur = xstrdup(s);
-    for (size_t i = 0; secrets[i]; i++) {
-        size_t sl = strlen(secrets[i]);
-        pdk_buf b = {0};
-        const char *p = cur;
-        for (const char *hit; (hit = strstr(p, secrets[i]));) {
-            pdk_buf_printf(&b, "%.*s%s", (int)(hit - p), p, REDACTED);
-            p = hit + sl;
-        }
-        pdk_buf_printf(&b, "%s", p);
-        free(cur);
-        cur = b.data ? b.data : xstrdup("");
-    }
-    return cur;
-}
-
-char *pdk_audit_redacted(const char *s)
-{
-    char *r = redact_text(s);
-    return r ? r : xstrdup(s ? s : "");
-}
+/* ---- redaction (redact.c) ---- */
 
 /* Redact every string (keys included) of a JSON value, in place; returns v, or a
  * replacement (the original released). */
 static json_t *redact_json(json_t *v)
 {
-    if (!secrets)
-        return v;
     if (json_is_string(v)) {
-        char *r = redact_text(json_string_value(v));
+        char *r = pdk_redact_text(json_string_value(v));
         if (!r)
             return v;
         json_t *n = json_string(r);
@@ -97,7 +48,7 @@ static json_t *redact_json(json_t *v)
         json_t *val;
         json_object_foreach(v, key, val)
         {
-            char *rk = redact_text(key);
+            char *rk = pdk_redact_text(key);
             json_object_set_new(out, rk ? rk : key, redact_json(json_incref(val)));
             free(rk);
         }
@@ -178,8 +129,8 @@ static int append_in_tx(pdk_store *store, pdk_audit_item *items, size_t count, p
         data = redact_json(data);
         char *text = json_dumps(data, JSON_COMPACT | JSON_SORT_KEYS);
         json_decref(data);
-        _cleanup_free_ char *session = redact_text(items[i].session);
-        _cleanup_free_ char *kind = redact_text(items[i].kind);
+        _cleanup_free_ char *session = pdk_redact_text(items[i].session);
+        _cleanup_free_ char *kind = pdk_redact_text(items[i].kind);
         const char *s = session ? session : items[i].session;
         const char *k = kind ? kind : items[i].kind;
         int64_t t = items[i].time_ns > 0 ? items[i].time_ns : pdk_now_realtime_ns();
@@ -481,8 +432,8 @@ int pdk_audit_spool_write(pdk_audit_spool *sp, const char *session, const char *
     json_decref(d);
     if (!text)
         return pdk_error_set(err, ENOMEM, "cannot encode an audit event");
-    _cleanup_free_ char *rs = redact_text(session);
-    _cleanup_free_ char *rk = redact_text(kind);
+    _cleanup_free_ char *rs = pdk_redact_text(session);
+    _cleanup_free_ char *rk = pdk_redact_text(kind);
     char hash[65];
     int ret = 0;
     pthread_mutex_lock(&sp->lock);

@@ -13,7 +13,7 @@
  * write the store can still rewrite the whole chain from some row on: the chain shows
  * edits, it does not prevent them; export the log (or its head) elsewhere to pin it.
  *
- * Values registered with pdk_audit_redact() never reach a row: every string of an event's
+ * Values registered with pdk_redact_add() (redact.h) never reach a row: every string of an event's
  * data, its session and its kind have them replaced by "[REDACTED]" before hashing.
  *
  * An event is committed durably before pdk_audit_append() returns: the caller does what the
@@ -49,15 +49,6 @@ typedef struct pdk_audit_item {
 int pdk_audit_append(pdk_store *store, const char *session, const char *kind, json_t *data,
                      pdk_error *err);
 int pdk_audit_append_batch(pdk_store *store, pdk_audit_item *items, size_t count, pdk_error *err);
-
-/* Register a secret value (4 bytes or longer) to redact from every later event of this
- * process. */
-void pdk_audit_redact(const char *secret);
-/* Forget every registered value (tests). */
-void pdk_audit_redact_clear(void);
-/* s with every registered secret replaced by [REDACTED] (new string): for what is shown
- * outside the log too (an approval request's preview). */
-char *pdk_audit_redacted(const char *s);
 
 typedef struct pdk_audit_filter {
     const char *session; /* only this session's events, when not NULL */

@@ -1,6 +1,8 @@
 /* gateway_ask.c: a request held while a human is asked (gateway_internal.h). */
 #include "gateway_internal.h"
 
+#include "redact.h"
+
 static void poll_asks(evutil_socket_t fd, short what, void *arg);
 #define ASK_POLL_MS   200
 #define PREVIEW_BYTES 1024
@@ -56,7 +58,7 @@ static char *body_preview(gw_conn *c)
     if (evbuffer_get_length(in) > (size_t)got)
         pdk_buf_puts(&b, "...");
     _cleanup_free_ char *text = pdk_buf_steal(&b);
-    return pdk_audit_redacted(text);
+    return pdk_redacted(text);
 }
 
 static void arm_ask_timer(pdk_gateway *g)

@@ -22,6 +22,7 @@
  */
 #include "gateway_internal.h"
 
+#include "redact.h"
 #include "token_answer.h"
 #include "vault.h"
 
@@ -348,7 +349,7 @@ int pdk__gw_token_fresh(pdk_gateway *g, pdk_gateway_credential *gc, pdk_error *e
             return -1;
         }
     }
-    pdk_audit_redact(m.token);
+    pdk_redact_add(m.token);
     wipe_free((char *)gc->value);
     gc->value = m.token;
     gc->expires_ns = m.expires_ns;

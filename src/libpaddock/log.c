@@ -1,10 +1,13 @@
 /* log.c: see log.h. */
 #include "log.h"
 
+#include "redact.h"
+
 #include <stdarg.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 static pdk_log_level current_level = PDK_LOG_WARN;
@@ -32,11 +35,15 @@ void pdk_log(pdk_log_level level, const char *fmt, ...)
     va_end(ap);
     if (m < 0)
         return;
-    size_t len = strlen(line);
-    line[len++] = '\n';
+    /* a registered secret never reaches stderr either (redact.h) */
+    char *redacted = pdk_redact_text(line);
+    const char *text = redacted ? redacted : line;
+    size_t len = strlen(text);
     /* One write per line so concurrent writers do not interleave mid-line. */
-    ssize_t r = write(STDERR_FILENO, line, len);
+    struct iovec iov[2] = {{(void *)text, len}, {(void *)"\n", 1}};
+    ssize_t r = writev(STDERR_FILENO, iov, 2);
     (void)r;
+    free(redacted);
 }
 
 static int trace_state = -1;

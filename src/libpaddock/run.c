@@ -11,6 +11,7 @@
 #include "landlock.h"
 #include "log.h"
 #include "policy.h"
+#include "redact.h"
 #include "sandbox.h"
 #include "vault.h"
 #include "statedir.h"
@@ -448,7 +449,7 @@ static void make_placeholders(run_state *st)
         const pdk_credential *c = &st->policy->credentials[i];
         st->credentials[i].policy = c;
         st->credentials[i].placeholder = make_placeholder(c);
-        pdk_audit_redact(st->credentials[i].placeholder);
+        pdk_redact_add(st->credentials[i].placeholder);
         if (c->placeholder_env)
             pdk_strv_push_take(&st->credential_env, xasprintf("%s=%s", c->placeholder_env,
                                                               st->credentials[i].placeholder));
@@ -456,7 +457,7 @@ static void make_placeholders(run_state *st)
             /* a stand-in for the app secret too, which the gateway's answer to the token
              * endpoint accepts */
             st->credentials[i].placeholder_app_secret = make_placeholder(&(pdk_credential){0});
-            pdk_audit_redact(st->credentials[i].placeholder_app_secret);
+            pdk_redact_add(st->credentials[i].placeholder_app_secret);
             if (c->placeholder_app_secret_env)
                 pdk_strv_push_take(&st->credential_env,
                                    xasprintf("%s=%s", c->placeholder_app_secret_env,
@@ -485,7 +486,7 @@ static int load_credential_values(run_state *st, pdk_error *err)
             break;
         }
         st->credentials[i].value = xstrdup(value);
-        pdk_audit_redact(value);
+        pdk_redact_add(value);
     }
     pdk_vault_close(vault);
     return ret;

@@ -600,3 +600,36 @@ write_policy() {
 mountinfo_count() {
     wc -l </proc/self/mountinfo
 }
+
+# ---- the fake Feishu Open API (tests/fixtures/fake_feishu.py) ------------------------------
+
+# feishu_certs [NAME...]: a test CA ($T/ca.pem, $T/ca.key) and a certificate signed by it for
+# the names (default: open.feishu.cn) in $T/fs.pem, $T/fs.key: the fake's TLS identity.
+feishu_certs() {
+    local names=("${@:-open.feishu.cn}") san=""
+    for n in "${names[@]}"; do san+="${san:+,}DNS:$n"; done
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+        -subj "/CN=test CA" -keyout "$T/ca.key" -out "$T/ca.pem" >/dev/null 2>&1 &&
+        openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=${names[0]}" \
+            -keyout "$T/fs.key" -out "$T/fs.csr" >/dev/null 2>&1 &&
+        printf 'subjectAltName=%s\n' "$san" >"$T/san.ext" &&
+        openssl x509 -req -in "$T/fs.csr" -CA "$T/ca.pem" -CAkey "$T/ca.key" -CAcreateserial \
+            -days 2 -extfile "$T/san.ext" -out "$T/fs.pem" >/dev/null 2>&1 ||
+        bail_out "openssl could not make the test certificates"
+}
+
+# start_fake_feishu SECRET [ARGS...]: the fake for app cli_paddocktest with app secret SECRET,
+# over TLS ($T/fs.pem), logging to $T/fs.log; its port in FS_PORT, its pid in FS_PID.
+start_fake_feishu() {
+    local secret=$1 fifo="$T/.fs.$RANDOM"
+    shift
+    mkfifo "$fifo"
+    "$PYTHON" "$PADDOCK_TOP/tests/fixtures/fake_feishu.py" --app-id cli_paddocktest \
+        --app-secret "$secret" --tls "$T/fs.pem" "$T/fs.key" --log "$T/fs.log" "$@" >"$fifo" &
+    FS_PID=$!
+    track_pid "$FS_PID"
+    FS_PORT=""
+    IFS= read -r -t 30 FS_PORT <"$fifo"
+    rm -f "$fifo"
+    [ -n "$FS_PORT" ] || bail_out "the fake Feishu server did not start"
+}

@@ -10,27 +10,12 @@
 need_userns
 [ -e "$PADDOCK_BUILD/paddock-gateway.so" ] || bail_out "paddock-gateway.so is not built"
 
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj "/CN=test CA" \
-    -keyout "$T/ca.key" -out "$T/ca.pem" >/dev/null 2>&1
-openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=open.feishu.cn" \
-    -keyout "$T/fs.key" -out "$T/fs.csr" >/dev/null 2>&1
-printf 'subjectAltName=DNS:open.feishu.cn,DNS:open.larksuite.com\n' >"$T/san.ext"
-openssl x509 -req -in "$T/fs.csr" -CA "$T/ca.pem" -CAkey "$T/ca.key" -CAcreateserial -days 2 \
-    -extfile "$T/san.ext" -out "$T/fs.pem" >/dev/null 2>&1
+feishu_certs open.feishu.cn open.larksuite.com
 
 app_secret="real-app-secret-$RANDOM$RANDOM$RANDOM"
 first_refresh="ur-first-$RANDOM$RANDOM$RANDOM"
 api_key="real-api-key-$RANDOM$RANDOM$RANDOM"
-fifo="$T/.fs"
-mkfifo "$fifo"
-"$PYTHON" "$PADDOCK_TOP/tests/fixtures/fake_feishu.py" --app-id cli_paddocktest \
-    --app-secret "$app_secret" --tls "$T/fs.pem" "$T/fs.key" --log "$T/fs.log" \
-    --refresh-token "$first_refresh" >"$fifo" &
-track_pid $!
-FS_PORT=""
-IFS= read -r -t 30 FS_PORT <"$fifo"
-rm -f "$fifo"
-[ -n "$FS_PORT" ] || bail_out "the fake Feishu server did not start"
+start_fake_feishu "$app_secret" --refresh-token "$first_refresh"
 for kv in "feishu_app_id=cli_paddocktest" "feishu_app_secret=$app_secret" \
     "feishu_user_refresh=$first_refresh" "api_key=$api_key"; do
     printf '%s\n' "${kv#*=}" | HOME="$TEST_HOME" "$PADDOCK" secret set "${kv%%=*}" >/dev/null

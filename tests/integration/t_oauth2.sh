@@ -10,28 +10,13 @@
 need_userns
 [ -e "$PADDOCK_BUILD/paddock-gateway.so" ] || bail_out "paddock-gateway.so is not built"
 
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj "/CN=test CA" \
-    -keyout "$T/ca.key" -out "$T/ca.pem" >/dev/null 2>&1
-openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=open.feishu.cn" \
-    -keyout "$T/fs.key" -out "$T/fs.csr" >/dev/null 2>&1
-printf 'subjectAltName=DNS:open.feishu.cn\n' >"$T/san.ext"
-openssl x509 -req -in "$T/fs.csr" -CA "$T/ca.pem" -CAkey "$T/ca.key" -CAcreateserial -days 2 \
-    -extfile "$T/san.ext" -out "$T/fs.pem" >/dev/null 2>&1
+feishu_certs
 
 app_secret="real-app-secret-$RANDOM$RANDOM$RANDOM"
 first_refresh="ur-first-$RANDOM$RANDOM$RANDOM"
 # A user token lasts 3 s: refreshed when less than half of it remains. Each refresh takes
 # 0.3 s at the server, so that two sessions' refreshes would overlap without the lock.
-fifo="$T/.fs"
-mkfifo "$fifo"
-"$PYTHON" "$PADDOCK_TOP/tests/fixtures/fake_feishu.py" --app-id cli_paddocktest \
-    --app-secret "$app_secret" --tls "$T/fs.pem" "$T/fs.key" --log "$T/fs.log" \
-    --refresh-token "$first_refresh" --user-expire 3 --refresh-delay 0.3 >"$fifo" &
-track_pid $!
-FS_PORT=""
-IFS= read -r -t 30 FS_PORT <"$fifo"
-rm -f "$fifo"
-[ -n "$FS_PORT" ] || bail_out "the fake Feishu server did not start"
+start_fake_feishu "$app_secret" --refresh-token "$first_refresh" --user-expire 3 --refresh-delay 0.3
 
 set_secret() { # set_secret NAME VALUE
     printf '%s\n' "$2" | HOME="$TEST_HOME" "$PADDOCK" secret set "$1" >/dev/null

@@ -4,6 +4,8 @@
  * transaction. */
 #include "audit.h"
 #include "fsutil.h"
+#include "log.h"
+#include "redact.h"
 #include "store_sqlite.h"
 
 #include <fcntl.h>
@@ -35,7 +37,7 @@ static int setup(void **state)
         print_error("%s\n", err.message);
         return -1;
     }
-    pdk_audit_redact_clear();
+    pdk_redact_clear();
     *state = f;
     return 0;
 }
@@ -45,7 +47,7 @@ static int teardown(void **state)
     fixture *f = *state;
     pdk_store_close(f->store);
     pdk_rm_rf_at(AT_FDCWD, f->dir);
-    pdk_audit_redact_clear();
+    pdk_redact_clear();
     free(f);
     return 0;
 }
@@ -212,8 +214,8 @@ static void test_swap_detected(void **state)
 static void test_redaction(void **state)
 {
     fixture *f = *state;
-    pdk_audit_redact("t-g1045fSECRETvalue");
-    pdk_audit_redact("abc"); /* too short to redact: ignored */
+    pdk_redact_add("t-g1045fSECRETvalue");
+    pdk_redact_add("abc"); /* too short to redact: ignored */
     append(f, "s1", "exec",
            json_pack("{s:[s,s], s:s, s:{s:s}}", "argv", "curl",
                      "-HAuthorization: Bearer t-g1045fSECRETvalue", "cwd", "/w", "env",
@@ -228,6 +230,32 @@ static void test_redaction(void **state)
     pdk_audit_verdict v;
     verify(f, &v);
     assert_true(v.intact);
+}
+
+/* The logs redact the same values: a warning that quotes one shows [REDACTED]. */
+static void test_log_redaction(void **state)
+{
+    pdk_redact_add("u-LOGGEDsecret42");
+    int pipefd[2];
+    assert_int_equal(pipe(pipefd), 0);
+    int saved = dup(STDERR_FILENO);
+    assert_true(saved >= 0);
+    assert_int_equal(dup2(pipefd[1], STDERR_FILENO), STDERR_FILENO);
+    pdk_warn("the endpoint said: token u-LOGGEDsecret42 is u-LOGGEDsecret42");
+    pdk_warn("nothing secret here");
+    assert_int_equal(dup2(saved, STDERR_FILENO), STDERR_FILENO);
+    close(saved);
+    close(pipefd[1]);
+    char buf[512] = "";
+    ssize_t n = read(pipefd[0], buf, sizeof(buf) - 1);
+    close(pipefd[0]);
+    assert_true(n > 0);
+    assert_string_equal(buf, "paddock: warning: the endpoint said: token [REDACTED] is [REDACTED]\n"
+                             "paddock: warning: nothing secret here\n");
+    char *r = pdk_redacted("x u-LOGGEDsecret42");
+    assert_string_equal(r, "x [REDACTED]");
+    free(r);
+    assert_null(pdk_redact_text("plain"));
 }
 
 static void test_batch(void **state)
@@ -286,6 +314,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_truncation_detected, setup, teardown),
         cmocka_unit_test_setup_teardown(test_swap_detected, setup, teardown),
         cmocka_unit_test_setup_teardown(test_redaction, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_log_redaction, setup, teardown),
         cmocka_unit_test_setup_teardown(test_batch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_errors, setup, teardown),
     };
