@@ -1764,6 +1764,7 @@ static void credential_clear(pdk_credential *c)
     free(c->inject_value);
     free(c->placeholder_env);
     free(c->placeholder_app_secret_env);
+    free(c->placeholder_file);
     memset(c, 0, sizeof(*c));
 }
 
@@ -1956,14 +1957,15 @@ static void credential(parse_state *st, const char *field, yaml_node_t *n)
     }
     /* placeholder */
     if (v[K_PLACEHOLDER]) {
-        static const key_spec pkeys[] = {{"env", NULL}, {"app_secret_env", NULL}};
-        yaml_node_t *pv[2];
+        static const key_spec pkeys[] = {{"env", NULL}, {"app_secret_env", NULL}, {"file", NULL}};
+        yaml_node_t *pv[3];
         _cleanup_free_ char *fp = xasprintf("%s.placeholder", field);
-        if (!mapping_values(st, fp, v[K_PLACEHOLDER], pkeys, 2, pv)) {
+        if (!mapping_values(st, fp, v[K_PLACEHOLDER], pkeys, 3, pv)) {
             ok = false;
         } else {
             _cleanup_free_ char *fe = xasprintf("%s.env", fp);
             _cleanup_free_ char *fa = xasprintf("%s.app_secret_env", fp);
+            _cleanup_free_ char *ff = xasprintf("%s.file", fp);
             if (pv[0] && !(c.placeholder_env = env_name_value(st, fe, pv[0])))
                 ok = false;
             if (pv[1] && provider != PDK_CREDENTIAL_FEISHU_TENANT_TOKEN) {
@@ -1975,10 +1977,23 @@ static void credential(parse_state *st, const char *field, yaml_node_t *n)
             } else if (pv[1] && !(c.placeholder_app_secret_env = env_name_value(st, fa, pv[1]))) {
                 ok = false;
             }
-            if (!pv[0] && !pv[1]) {
+            if (pv[2]) {
+                const char *text = scalar_text(st, ff, pv[2], "a path (~/... or absolute)");
+                char *path = text ? resolve_path(st, ff, pv[2], text, false) : NULL;
+                if (path && (strcmp(path, "/") == 0 || (st->home && strcmp(path, st->home) == 0))) {
+                    diag_node(st, pv[2], "%s: name a file, not a directory", ff);
+                    free(path);
+                    path = NULL;
+                }
+                if (path)
+                    c.placeholder_file = path;
+                else
+                    ok = false;
+            }
+            if (!pv[0] && !pv[1] && !pv[2]) {
                 diag_node(st, v[K_PLACEHOLDER],
                           "%s: say where the sandbox finds the "
-                          "placeholder (env)",
+                          "placeholder (env, file)",
                           fp);
                 ok = false;
             }

@@ -69,6 +69,7 @@ typedef struct pdk_credential {
     /* where the sandbox finds the placeholder */
     char *placeholder_env;
     char *placeholder_app_secret_env;
+    char *placeholder_file; /* absolute (~ expanded): a read-only file holding it */
 } pdk_credential;
 
 typedef struct pdk_policy {

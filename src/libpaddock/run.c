@@ -53,6 +53,7 @@ typedef struct run_state {
     uint16_t *egress_ports;
     pdk_gateway_credential *credentials; /* values from the vault, placeholders of the run */
     char **credential_env;               /* NAME=placeholder for the sandbox */
+    char **placeholder_files;            /* in the state dir, bound in; removed at the end */
 } run_state;
 
 /* ---- the audit events of a run ---- */
@@ -440,7 +441,31 @@ static char *make_placeholder(const pdk_credential *c)
 /* A placeholder for each credential (new every run), for the sandbox's environment. No
  * secret is touched here: this runs before the sandbox is cloned, and a clone copies the
  * supervisor's memory into the sandbox's init. */
-static void make_placeholders(run_state *st)
+/* A credential's placeholder.file: the placeholder in a file of the state dir (hidden
+ * inside), bound read-only at the path the policy names (outside the workspace: a file
+ * there would be a change of the session). */
+static int placeholder_file(run_state *st, const pdk_credential *c, const char *placeholder,
+                            pdk_error *err)
+{
+    if (pdk_path_is_within(c->placeholder_file, st->workspace))
+        return pdk_error_set(err, 0,
+                             "credential %s: placeholder.file %s is inside the workspace (put it "
+                             "outside, e.g. under ~/)",
+                             c->name, c->placeholder_file);
+    _cleanup_free_ char *dir = pdk_path_join(st->state_dir, "placeholders");
+    if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+        return pdk_error_set(err, errno, "cannot make %s", dir);
+    _cleanup_free_ char *name = xasprintf("%d.%s", (int)getpid(), c->name);
+    _cleanup_free_ char *text = xasprintf("%s\n", placeholder);
+    _cleanup_close_ int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0 || pdk_write_file_atomic(dfd, name, text, strlen(text), 0644, false) < 0)
+        return pdk_error_set(err, errno, "cannot write %s/%s", dir, name);
+    pdk_strv_push_take(&st->placeholder_files, pdk_path_join(dir, name));
+    add_bind(&st->cfg, dir, name, c->placeholder_file);
+    return 0;
+}
+
+static int make_placeholders(run_state *st, pdk_error *err)
 {
     size_t n = st->policy->credential_count;
     st->credentials = xcalloc(n + 1, sizeof(*st->credentials));
@@ -453,6 +478,8 @@ static void make_placeholders(run_state *st)
         if (c->placeholder_env)
             pdk_strv_push_take(&st->credential_env, xasprintf("%s=%s", c->placeholder_env,
                                                               st->credentials[i].placeholder));
+        if (c->placeholder_file && placeholder_file(st, c, st->credentials[i].placeholder, err) < 0)
+            return -1;
         if (c->provider == PDK_CREDENTIAL_FEISHU_TENANT_TOKEN) {
             /* a stand-in for the app secret too, which the gateway's answer to the token
              * endpoint accepts */
@@ -464,6 +491,7 @@ static void make_placeholders(run_state *st)
                                              st->credentials[i].placeholder_app_secret));
         }
     }
+    return 0;
 }
 
 /* The static credentials' values from the vault (after the clone). */
@@ -523,6 +551,10 @@ static void free_credentials(run_state *st)
     st->credentials = NULL;
     pdk_strv_free(st->credential_env);
     st->credential_env = NULL;
+    for (char **f = st->placeholder_files; f && *f; f++)
+        (void)unlink(*f);
+    pdk_strv_free(st->placeholder_files);
+    st->placeholder_files = NULL;
 }
 
 /* Once the sandbox is cloned (in the supervisor): the session on disk, and the gateway. */
@@ -542,7 +574,8 @@ static int setup_egress(run_state *st, pdk_error *err)
     st->gateway_module = pdk_gateway_module_load(err);
     if (!st->gateway_module || open_spool(st, err) < 0)
         return -1;
-    make_placeholders(st);
+    if (make_placeholders(st, err) < 0)
+        return -1;
     cfg->egress = true;
     st->egress_ports = pdk_net_rules_ports(&st->policy->network, &cfg->egress_port_count);
     cfg->egress_ports = st->egress_ports;

@@ -477,18 +477,20 @@ credentials:
     value: {secret: api_token}
     hosts: [api.test]
     inject: {header: Authorization, value: "Bearer {token}"}
-    placeholder: {env: API_TOKEN}
+    placeholder: {env: API_TOKEN, file: ~/.config/api/token}
 EOF2
 : >"$T/upstream.log"
 cat >"$WS/cred.sh" <<'EOF2'
-echo "placeholder $(printf %s "$API_TOKEN" | cut -c1-7)"
+echo "placeholder $(printf %s "$API_TOKEN" | cut -c1-7) file $([ "$(cat ~/.config/api/token)" = "$API_TOKEN" ] && echo same)"
 curl -sS --max-time 20 -o /dev/null -w '%{http_code}\n' http://api.test/v1/injected
 curl -sS --max-time 20 -o /dev/null -w '%{http_code}\n' -H "X-Api-Key: $API_TOKEN" http://api.test/v1/replaced
 curl -sS --max-time 20 -w '\n' -H "X-Api-Key: $API_TOKEN" http://img.cdn.test/v1/leak
 env; cat /proc/self/environ | tr '\0' '\n'
 EOF2
 wrun --policy "$T/cred.yaml" -- sh ./cred.sh
-expect_eq "the sandbox holds a placeholder" "placeholder pdk-ph-" "$(printf '%s\n' "$OUT" | sed -n 1p)"
+expect_eq "the sandbox holds a placeholder, in its environment and in the file the policy names" \
+    "placeholder pdk-ph- file same" "$(printf '%s\n' "$OUT" | sed -n 1p)"
+expect_eq "... whose source in the state dir is gone after the run" "" "$(ls -A "$STATE/placeholders" 2>/dev/null)"
 expect_eq "a request to the credential's host goes out" 200 "$(printf '%s\n' "$OUT" | sed -n 2p)"
 expect_match "... with the real value injected" \
     "\"path\": \"/v1/injected\".*\"Authorization\": \"Bearer $real\"" "$(cat "$T/upstream.log")"
@@ -505,6 +507,13 @@ expect_no_match "the real value is nowhere in the audit log" "$real" "$OUT"
 expect_eq "... nor in the store's file" 0 "$(grep -c "$real" "$STATE/paddock.db" "$STATE"/audit-spool/* 2>/dev/null | awk -F: '{s+=$NF} END {print s+0}')"
 pdk secret list --json
 expect_ne "the vault records the credential's use" "None" "$(json_get "$OUT" 'j["used_ns"]')"
+
+# A placeholder file inside the workspace would be a change of the session: refused.
+sed "s|file: ~/.config/api/token|file: $WS/token|" "$T/cred.yaml" >"$T/cred-ws.yaml"
+wrun --policy "$T/cred-ws.yaml" -- true
+expect_eq "a placeholder file inside the workspace: paddock run fails (125)" 125 "$RC"
+expect_match "... saying where to put it instead" "placeholder.file $WS/token is inside the workspace \(put it outside, e.g. under ~/\)" "$ERR"
+expect_eq "... and nothing is left in the workspace" "" "$(ls "$WS" | grep -x token)"
 
 # replace_in_body: a credential that opts in has its placeholder replaced in request bodies
 # too (Content-Length and chunked bodies, Expect: 100-continue), sent upstream with the new

@@ -611,7 +611,11 @@ static void test_credentials(void **state)
                               "{header: Authorization, value: Bearer}}\n"
                               "  - {name: c, provider: feishu_tenant_token, hosts: []}\n"
                               "  - {name: d, provider: static, value: plain, hosts: [x.test], "
-                              "placeholder: {env: 1BAD}}\n");
+                              "placeholder: {env: 1BAD}}\n"
+                              "  - {name: e, provider: static, value: {secret: v}, hosts: "
+                              "[x.test], placeholder: {file: relative/token}}\n"
+                              "  - {name: f, provider: oauth2_refresh, refresh_token: {secret: r}, "
+                              "hosts: [x.test], placeholder: {env: F}, replace_in_body: maybe}\n");
     const char *want[] = {
         "unknown provider \"magic\"",
         "credentials[1]: a static credential needs \"value\"",
@@ -621,6 +625,9 @@ static void test_credentials(void **state)
         "credentials[2]: a credential needs \"inject\"",
         "credentials[3].value: expected {secret: NAME}",
         "credentials[3].placeholder.env: \"1BAD\" is not an environment variable name",
+        "credentials[4].placeholder.file: \"relative/token\" must be absolute or start with ~/",
+        "credentials[5]: an oauth2_refresh credential needs \"token_url\"",
+        "credentials[5].replace_in_body:",
     };
     for (size_t i = 0; i < sizeof(want) / sizeof(*want); i++) {
         bool found = false;
@@ -630,19 +637,37 @@ static void test_credentials(void **state)
             fail_msg("missing diagnostic: %s", want[i]);
     }
     pdk_strv_free(lines);
-    pdk_policy *p = parse_ok("version: 1\n"
-                             "network: {rules: [{host: open.feishu.cn, decision: allow}]}\n"
-                             "credentials:\n"
-                             "  - name: feishu-bot\n"
-                             "    provider: feishu_tenant_token\n"
-                             "    app_id: {secret: feishu_app_id}\n"
-                             "    app_secret: {secret: feishu_app_secret}\n"
-                             "    hosts: [open.feishu.cn]\n"
-                             "    inject: {header: Authorization, value: \"Bearer {token}\"}\n"
-                             "    placeholder:\n"
-                             "      env: LARKSUITE_CLI_TENANT_ACCESS_TOKEN\n"
-                             "      app_secret_env: LARKSUITE_CLI_APP_SECRET\n");
-    assert_int_equal(p->credential_count, 1);
+    pdk_policy *p =
+        parse_ok("version: 1\n"
+                 "network: {rules: [{host: open.feishu.cn, decision: allow}]}\n"
+                 "credentials:\n"
+                 "  - name: feishu-bot\n"
+                 "    provider: feishu_tenant_token\n"
+                 "    app_id: {secret: feishu_app_id}\n"
+                 "    app_secret: {secret: feishu_app_secret}\n"
+                 "    hosts: [open.feishu.cn]\n"
+                 "    inject: {header: Authorization, value: \"Bearer {token}\"}\n"
+                 "    placeholder:\n"
+                 "      env: LARKSUITE_CLI_TENANT_ACCESS_TOKEN\n"
+                 "      app_secret_env: LARKSUITE_CLI_APP_SECRET\n"
+                 "      file: /run/feishu//token\n"
+                 "  - name: user\n"
+                 "    provider: oauth2_refresh\n"
+                 "    token_url: https://open.feishu.cn/open-apis/authen/v2/oauth/token\n"
+                 "    refresh_token: {secret: user_refresh}\n"
+                 "    client_id: {secret: feishu_app_id}\n"
+                 "    hosts: [open.feishu.cn]\n"
+                 "    placeholder: {env: USER_TOKEN}\n"
+                 "    replace_in_body: true\n");
+    assert_int_equal(p->credential_count, 2);
+    const pdk_credential *u = &p->credentials[1];
+    assert_int_equal(u->provider, PDK_CREDENTIAL_OAUTH2_REFRESH);
+    assert_string_equal(u->token_url, "https://open.feishu.cn/open-apis/authen/v2/oauth/token");
+    assert_string_equal(u->refresh_token_secret, "user_refresh");
+    assert_string_equal(u->client_id_secret, "feishu_app_id");
+    assert_null(u->client_secret_secret);
+    assert_true(u->replace_in_body);
+    assert_null(u->inject_header);
     const pdk_credential *c = &p->credentials[0];
     assert_string_equal(c->name, "feishu-bot");
     assert_int_equal(c->provider, PDK_CREDENTIAL_FEISHU_TENANT_TOKEN);
@@ -654,6 +679,8 @@ static void test_credentials(void **state)
     assert_string_equal(c->inject_value, "Bearer {token}");
     assert_string_equal(c->placeholder_env, "LARKSUITE_CLI_TENANT_ACCESS_TOKEN");
     assert_string_equal(c->placeholder_app_secret_env, "LARKSUITE_CLI_APP_SECRET");
+    assert_string_equal(c->placeholder_file, "/run/feishu/token");
+    assert_false(c->replace_in_body);
     pdk_policy_free(p);
 }
 
