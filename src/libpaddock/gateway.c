@@ -46,6 +46,9 @@ void pdk__gw_conn_free(gw_conn *c)
 {
     pdk_gateway *g = c->g;
     pdk_debug("gateway: connection %llu ends (state %d)", (unsigned long long)c->id, (int)c->state);
+    if (c->state == ST_WAIT_TOKEN)
+        pdk__gw_token_unwait(c);
+    free(c->resume_how);
     if (c->state == ST_ASKING) { /* the client went away while a human was asked */
         pdk_error ignored = {0};
         (void)pdk_approval_expire(g->store, c->approval_id, &ignored);
@@ -960,8 +963,8 @@ void pdk__gw_proceed(gw_conn *c, const char *how)
     pdk_http_head *h = c->req;
     bool connect = h->method_id == HTTP_CONNECT;
     pdk_error err = {0};
-    if (!connect && !pdk__gw_apply_credentials(c))
-        return; /* a placeholder on its way elsewhere: refused, recorded */
+    if (!connect && pdk__gw_apply_credentials(c, how) != GW_APPLIED)
+        return; /* answered (a provider failed), or waiting for a token: resumed here */
     pdk_debug("gateway: connection %llu: %s %s:%u allowed", (unsigned long long)c->id, h->method,
               c->host, (unsigned)c->port);
     if (!pdk__gw_audit_required(g, connect ? "net.connect" : "net.request",

@@ -13,6 +13,8 @@ int pdk__gw_credentials_copy(pdk_gateway *g, const pdk_gateway_config *cfg, pdk_
 {
     g->credential_count = cfg->credential_count;
     g->credentials = xcalloc(cfg->credential_count + 1, sizeof(*g->credentials));
+    if (cfg->credential_count)
+        pdk__gw_providers_init();
     for (size_t i = 0; i < cfg->credential_count; i++) {
         pdk_gateway_credential *gc = &g->credentials[i];
         gc->policy = cfg->credentials[i].policy;
@@ -29,6 +31,7 @@ int pdk__gw_credentials_copy(pdk_gateway *g, const pdk_gateway_config *cfg, pdk_
 
 void pdk__gw_credentials_free(pdk_gateway *g)
 {
+    pdk__gw_refresh_free(g); /* (its threads read the credentials) */
     for (size_t i = 0; i < g->credential_count; i++) {
         char *v = (char *)g->credentials[i].value;
         if (v)
@@ -109,24 +112,43 @@ bool pdk__gw_check_placeholders(gw_conn *c)
     return true;
 }
 
-bool pdk__gw_apply_credentials(gw_conn *c)
+static void provider_failed(gw_conn *c, const pdk_gateway_credential *gc, const char *why)
+{
+    /* never the placeholder upstream: the agent gets 502 and the reason */
+    json_t *ev = pdk__gw_request_event(c, "");
+    json_object_set_new(ev, "credential", json_string(gc->policy->name));
+    json_object_set_new(ev, "provider_error", json_string(why));
+    pdk__gw_audit(c->g, "credential.provider_failed", ev);
+    pdk__gw_upstream_failed(c, why);
+}
+
+/* A request that waited for a token: judged again from where it stopped. */
+static void resume_request(gw_conn *c, const char *failure)
+{
+    _cleanup_free_ char *how = c->resume_how;
+    c->resume_how = NULL;
+    if (failure)
+        provider_failed(c, &c->g->credentials[c->token_credential], failure);
+    else
+        pdk__gw_proceed(c, how ? how : "");
+}
+
+gw_apply pdk__gw_apply_credentials(gw_conn *c, const char *how)
 {
     pdk_gateway *g = c->g;
     pdk_http_head *h = c->req;
+    /* every token it needs fresh first: none is put on while another is minted */
+    for (size_t i = 0; i < g->credential_count; i++)
+        if (bound(g->credentials[i].policy, c->host) && !pdk__gw_token_usable(g, i)) {
+            free(c->resume_how);
+            c->resume_how = xstrdup(how);
+            pdk__gw_token_wait(c, i, resume_request);
+            return GW_PARKED;
+        }
     for (size_t i = 0; i < g->credential_count; i++) {
         const pdk_gateway_credential *gc = &g->credentials[i];
         if (!bound(gc->policy, c->host))
             continue;
-        pdk_error perr = {0};
-        if (gc->expires_ns && pdk__gw_token_fresh(g, (pdk_gateway_credential *)gc, &perr) < 0) {
-            /* never the placeholder upstream: the agent gets 502 and the reason */
-            json_t *ev = pdk__gw_request_event(c, "");
-            json_object_set_new(ev, "credential", json_string(gc->policy->name));
-            json_object_set_new(ev, "provider_error", json_string(perr.message));
-            pdk__gw_audit(g, "credential.provider_failed", ev);
-            pdk__gw_upstream_failed(c, perr.message);
-            return false;
-        }
         bool used = false;
         for (size_t k = 0; k < h->header_count; k++) {
             _cleanup_free_ char *v = replaced(h->headers[k].value, gc->placeholder, gc->value);
@@ -155,7 +177,7 @@ bool pdk__gw_apply_credentials(gw_conn *c)
                 pdk__gw_refuse(c, 413, "Payload Too Large",
                                "a body whose placeholders are replaced (replace_in_body) is "
                                "over 1 MiB");
-                return false;
+                return GW_REFUSED;
             }
             c->rewrite_body = true;
         }
@@ -166,7 +188,7 @@ bool pdk__gw_apply_credentials(gw_conn *c)
             pdk__gw_audit(g, "credential.used", ev);
         }
     }
-    return true;
+    return GW_APPLIED;
 }
 
 /* A chunked body (checked strictly by http_message.c already) without its framing; the
@@ -257,6 +279,19 @@ static pdk_gateway_credential *broker_for(gw_conn *c)
     return NULL;
 }
 
+static void broker_reply(gw_conn *c, pdk_gateway_credential *gc);
+
+/* A token request that waited for the real token. */
+static void broker_resume(gw_conn *c, const char *failure)
+{
+    if (failure) {
+        pdk__gw_upstream_failed(c, failure);
+        return;
+    }
+    c->state = ST_BROKER;
+    broker_reply(c, &c->g->credentials[c->token_credential]);
+}
+
 /* The whole body is read: answer with the placeholder token, or refuse. */
 static void broker_answer(gw_conn *c, pdk_gateway_credential *gc)
 {
@@ -279,11 +314,17 @@ static void broker_answer(gw_conn *c, pdk_gateway_credential *gc)
         pdk__gw_refuse(c, 403, "Forbidden", why);
         return;
     }
-    pdk_error err = {0};
-    if (pdk__gw_token_fresh(c->g, gc, &err) < 0) {
-        pdk__gw_upstream_failed(c, err.message);
+    size_t index = (size_t)(gc - c->g->credentials);
+    if (!pdk__gw_token_usable(c->g, index)) {
+        pdk__gw_token_wait(c, index, broker_resume);
         return;
     }
+    broker_reply(c, gc);
+}
+
+/* The answer: the placeholder token, with what remains of the real one's lifetime. */
+static void broker_reply(gw_conn *c, pdk_gateway_credential *gc)
+{
     int64_t left = (gc->expires_ns - pdk_now_realtime_ns()) / 1000000000LL;
     json_t *answer = json_pack("{s:i, s:s, s:s, s:s, s:I}", "code", 0, "msg", "ok",
                                "tenant_access_token", gc->placeholder, "app_access_token",

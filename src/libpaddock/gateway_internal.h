@@ -57,8 +57,9 @@
 typedef enum conn_kind { CONN_PROXY, CONN_CAPTURE, CONN_DNS_TCP } conn_kind;
 typedef enum conn_state {
     ST_HEAD,
-    ST_ASKING, /* held until a human answers (or the timeout) */
-    ST_BROKER, /* a token request answered by the gateway: its body is being read */
+    ST_ASKING,     /* held until a human answers (or the timeout) */
+    ST_BROKER,     /* a token request answered by the gateway: its body is being read */
+    ST_WAIT_TOKEN, /* waiting for a credential's token, minted in a thread (providers) */
     ST_RESOLVING,
     ST_CONNECTING,
     ST_FORWARD,
@@ -68,6 +69,10 @@ typedef enum conn_state {
 
 typedef struct gw_conn gw_conn;
 typedef struct splice_dir splice_dir;
+typedef struct gw_refresh gw_refresh;
+/* What a connection that waited for a token does next: failure is NULL when the token is
+ * fresh, else why the provider failed. */
+typedef void (*gw_token_resume)(gw_conn *c, const char *failure);
 
 struct pdk_gateway {
     struct event_base *base;
@@ -99,6 +104,7 @@ struct pdk_gateway {
     /* credentials (gateway_credentials.c) */
     pdk_gateway_credential *credentials;
     size_t credential_count;
+    gw_refresh *refresh; /* [credential_count]: a mint in flight, who waits for it */
     /* TLS interception */
     pdk_tls_ca *ca;
     SSL_CTX *server_ctx; /* toward the sandbox: leaves minted by the CA */
@@ -121,6 +127,11 @@ struct gw_conn {
     bool sni_check;       /* a passthrough tunnel: the ClientHello must name the host */
     char approval_id[17]; /* ST_ASKING */
     pdk_buf broker_body;  /* ST_BROKER */
+    /* ST_WAIT_TOKEN: the credential waited for, the next waiting connection, what then */
+    size_t token_credential;
+    gw_conn *token_next;
+    gw_token_resume token_resume;
+    char *resume_how;
     /* replace_in_body: the request's body is held whole (rewrite), its placeholders
      * replaced, then sent with its head (Content-Length framing) */
     bool rewrite_body;
@@ -189,9 +200,11 @@ void pdk__gw_on_dns_tcp_accept(struct evconnlistener *l, evutil_socket_t fd, str
                                int len, void *arg);
 
 /* gateway_credentials.c: put the credentials bound to the request's host on it (inject a
- * header, replace a placeholder); false (the request refused, recorded as an exfiltration
- * attempt) when it carries a placeholder to a host its credential is not bound to. */
-bool pdk__gw_apply_credentials(gw_conn *c);
+ * header, replace a placeholder): GW_APPLIED; GW_REFUSED when the request was answered
+ * (a provider that failed: 502); GW_PARKED when a token is being minted: the connection
+ * goes on with pdk__gw_proceed(c, how) once it is there. */
+typedef enum gw_apply { GW_APPLIED, GW_REFUSED, GW_PARKED } gw_apply;
+gw_apply pdk__gw_apply_credentials(gw_conn *c, const char *how);
 /* replace_in_body, request bodies held to be rewritten: at most this many bytes (413). */
 #define PDK_GW_REWRITE_MAX (1024 * 1024)
 /* The held request (c->rewrite complete): its placeholders replaced, the body de-chunked,
@@ -213,8 +226,21 @@ void pdk__gw_next_request(gw_conn *c);
 void pdk__gw_upstream_failed(gw_conn *c, const char *what);
 
 /* gateway_providers.c: a minted credential valid for 5 more minutes at least (the vault's
- * cached token, else a new one from the provider, cached). 0, or -1 with err. */
+ * cached token, else a new one from the provider, cached). 0, or -1 with err. This blocks
+ * (up to the provider's 10 s): for the start, before the gateway serves. */
 int pdk__gw_token_fresh(pdk_gateway *g, pdk_gateway_credential *gc, pdk_error *err);
+/* Once, in the main thread, before any provider's call. */
+void pdk__gw_providers_init(void);
+/* Whether credential i's token (if it has one) can be used now, with no mint. */
+bool pdk__gw_token_usable(const pdk_gateway *g, size_t i);
+/* Park c until credential i has a fresh token, which a thread of its own gets (one at a
+ * time per credential, however many wait); then resume(c, failure). The loop goes on
+ * serving meanwhile. */
+void pdk__gw_token_wait(gw_conn *c, size_t i, gw_token_resume resume);
+/* A parked connection that goes away leaves the queue (pdk__gw_conn_free). */
+void pdk__gw_token_unwait(gw_conn *c);
+/* Wait for the mints in flight and release what they hold (at the gateway's end). */
+void pdk__gw_refresh_free(pdk_gateway *g);
 
 /* gateway_owner.c */
 struct sock_owner *pdk__gw_owners_new(void);

@@ -27,6 +27,10 @@
 #include "vault.h"
 
 #include <curl/curl.h>
+#include <errno.h>
+#include <pthread.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #define REFRESH_MARGIN_NS (5 * 60 * 1000000000LL)
 #define TOKEN_REPLY_MAX   (64 * 1024)
@@ -327,34 +331,183 @@ static int mint(pdk_gateway *g, pdk_gateway_credential *gc, const char *cache_na
     return 0;
 }
 
-int pdk__gw_token_fresh(pdk_gateway *g, pdk_gateway_credential *gc, pdk_error *err)
+/* The token: the vault's cached one, else minted under the lock (after looking again: the
+ * session that held the lock may have just cached one). Touches no gateway state but the
+ * audit spool (thread-safe): runs in the refresh thread too. */
+static int obtain(pdk_gateway *g, pdk_gateway_credential *gc, minted *m, pdk_error *err)
 {
-    if (gc->value && gc->expires_ns - pdk_now_realtime_ns() > margin(gc->lifetime_ns))
-        return 0;
     const pdk_credential *cred = gc->policy;
     _cleanup_free_ char *cache_name = xasprintf(
         "%s.%s", cred->name,
         cred->provider == PDK_CREDENTIAL_OAUTH2_REFRESH ? "access_token" : "tenant_token");
-    minted m = {0};
-    /* minted by this or another session and cached? If not, mint under the lock, after
-     * looking again: the session that held the lock may have just cached one. */
-    if (!cached(g, cache_name, &m)) {
-        int lock = pdk_vault_lock_secret(g->state_dir, cache_name, err);
-        if (lock < 0)
-            return pdk_error_prefix(err, "credential %s", cred->name);
-        int r = cached(g, cache_name, &m) ? 0 : mint(g, gc, cache_name, &m, err);
-        close(lock);
-        if (r < 0) {
-            minted_clear(&m);
-            return -1;
-        }
-    }
-    pdk_redact_add(m.token);
+    if (cached(g, cache_name, m))
+        return 0;
+    int lock = pdk_vault_lock_secret(g->state_dir, cache_name, err);
+    if (lock < 0)
+        return pdk_error_prefix(err, "credential %s", cred->name);
+    int r = cached(g, cache_name, m) ? 0 : mint(g, gc, cache_name, m, err);
+    close(lock);
+    if (r < 0)
+        minted_clear(m);
+    return r;
+}
+
+/* In the loop's thread: the new token replaces the old one. */
+static void install(pdk_gateway_credential *gc, minted *m)
+{
+    pdk_redact_add(m->token);
     wipe_free((char *)gc->value);
-    gc->value = m.token;
-    gc->expires_ns = m.expires_ns;
-    gc->lifetime_ns = m.lifetime_ns;
-    m.token = NULL;
-    minted_clear(&m);
+    gc->value = m->token;
+    gc->expires_ns = m->expires_ns;
+    gc->lifetime_ns = m->lifetime_ns;
+    m->token = NULL;
+    minted_clear(m);
+}
+
+bool pdk__gw_token_usable(const pdk_gateway *g, size_t i)
+{
+    const pdk_gateway_credential *gc = &g->credentials[i];
+    return !gc->expires_ns ||
+           (gc->value && gc->expires_ns - pdk_now_realtime_ns() > margin(gc->lifetime_ns));
+}
+
+int pdk__gw_token_fresh(pdk_gateway *g, pdk_gateway_credential *gc, pdk_error *err)
+{
+    if (gc->value && gc->expires_ns - pdk_now_realtime_ns() > margin(gc->lifetime_ns))
+        return 0;
+    minted m = {0};
+    if (obtain(g, gc, &m, err) < 0)
+        return -1;
+    install(gc, &m);
     return 0;
+}
+
+void pdk__gw_providers_init(void)
+{
+    /* libcurl's global state, set up here in the main thread: a first curl_easy_init() in
+     * a refresh thread would do it there, which libcurl does not allow while other threads
+     * run */
+    static bool done;
+    if (!done && curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK)
+        done = true;
+}
+
+/* ---- minting off the loop ---- */
+
+struct gw_refresh {
+    pdk_gateway *g;
+    size_t index;
+    bool running;
+    pthread_t thread;
+    int efd; /* the thread says it is done here */
+    struct event *done;
+    minted m;      /* the thread's result: a token, or */
+    pdk_error err; /* why not */
+    int result;
+    gw_conn *waiting; /* the connections parked until it is done, in order */
+};
+
+static void *refresh_thread(void *arg)
+{
+    gw_refresh *r = arg;
+    r->result = obtain(r->g, &r->g->credentials[r->index], &r->m, &r->err);
+    uint64_t one = 1;
+    (void)!write(r->efd, &one, sizeof(one));
+    return NULL;
+}
+
+static void refresh_done(evutil_socket_t fd, short what, void *arg)
+{
+    gw_refresh *r = arg;
+    uint64_t n;
+    (void)!read(fd, &n, sizeof(n));
+    pthread_join(r->thread, NULL);
+    r->running = false;
+    pdk_gateway_credential *gc = &r->g->credentials[r->index];
+    _cleanup_free_ char *failure = r->result < 0 ? xstrdup(r->err.message) : NULL;
+    if (r->result == 0)
+        install(gc, &r->m);
+    pdk_error_clear(&r->err);
+    /* every connection that waited goes on, in the order it came (each may end itself) */
+    while (r->waiting) {
+        gw_conn *c = r->waiting;
+        r->waiting = c->token_next;
+        c->token_next = NULL;
+        c->state = ST_HEAD;
+        c->token_resume(c, failure);
+    }
+}
+
+static bool refresh_start(gw_refresh *r, pdk_error *err)
+{
+    if (!r->done) {
+        r->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (r->efd < 0) {
+            pdk_error_set(err, errno, "cannot make an eventfd to mint the token");
+            return false;
+        }
+        r->done = event_new(r->g->base, r->efd, EV_READ | EV_PERSIST, refresh_done, r);
+        event_add(r->done, NULL);
+    }
+    r->result = 0;
+    r->m = (minted){0};
+    int e = pthread_create(&r->thread, NULL, refresh_thread, r);
+    if (e != 0) {
+        pdk_error_set(err, e, "cannot start a thread to mint the token");
+        return false;
+    }
+    r->running = true;
+    return true;
+}
+
+void pdk__gw_token_wait(gw_conn *c, size_t i, gw_token_resume resume)
+{
+    pdk_gateway *g = c->g;
+    if (!g->refresh) {
+        g->refresh = xcalloc(g->credential_count, sizeof(*g->refresh));
+        for (size_t k = 0; k < g->credential_count; k++)
+            g->refresh[k] = (gw_refresh){.g = g, .index = k, .efd = -1};
+    }
+    gw_refresh *r = &g->refresh[i];
+    pdk_error err = {0};
+    if (!r->running && !refresh_start(r, &err)) {
+        resume(c, err.message);
+        return;
+    }
+    c->state = ST_WAIT_TOKEN;
+    c->token_credential = i;
+    c->token_resume = resume;
+    bufferevent_disable(c->client, EV_READ);
+    gw_conn **tail = &r->waiting;
+    while (*tail)
+        tail = &(*tail)->token_next;
+    *tail = c;
+}
+
+void pdk__gw_token_unwait(gw_conn *c)
+{
+    gw_refresh *r = c->g->refresh ? &c->g->refresh[c->token_credential] : NULL;
+    for (gw_conn **p = r ? &r->waiting : NULL; p && *p; p = &(*p)->token_next)
+        if (*p == c) {
+            *p = c->token_next;
+            break;
+        }
+    c->token_next = NULL;
+}
+
+void pdk__gw_refresh_free(pdk_gateway *g)
+{
+    for (size_t i = 0; g->refresh && i < g->credential_count; i++) {
+        gw_refresh *r = &g->refresh[i];
+        if (r->running) /* bounded: the provider's call is (10 s) */
+            pthread_join(r->thread, NULL);
+        minted_clear(&r->m);
+        pdk_error_clear(&r->err);
+        if (r->done)
+            event_free(r->done);
+        if (r->efd >= 0)
+            close(r->efd);
+    }
+    free(g->refresh);
+    g->refresh = NULL;
 }

@@ -156,6 +156,25 @@ expect_eq "a token near its end is minted again, and the read works" "200 2" \
     "$OUT $(grep -c '"path": "/open-apis/auth/v3/tenant_access_token/internal"' "$T/fs.log")"
 expect_eq "... the stale one never reached the server" 0 "$(grep -c 't-stale-token' "$T/fs.log")"
 
+# A token that nears its end during a run is minted again off the gateway's loop, for a
+# client's own token request (brokered) as for a request it is injected into.
+mints_before=$(grep -c '"path": "/open-apis/auth/v3/tenant_access_token/internal"' "$T/fs.log")
+printf 't-cached-token %s 10000000000\n' "$(( $(date +%s) + 7 ))000000000" |
+    HOME="$TEST_HOME" "$PADDOCK" secret set feishu-bot.tenant_token >/dev/null
+cat >"$WS/later.sh" <<'EOF2'
+sleep 2.5
+curl -sS --max-time 20 -d "{\"app_id\":\"cli_paddocktest\",\"app_secret\":\"$LARKSUITE_CLI_APP_SECRET\"}" \
+    https://open.feishu.cn/open-apis/auth/v3/tenant_access_token/internal | grep -o '"code":0'
+curl -sS --max-time 20 -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $LARKSUITE_CLI_TENANT_ACCESS_TOKEN" \
+    https://open.feishu.cn/open-apis/bitable/v1/apps/bascExample/tables/tblExample/records
+EOF2
+wrun --policy "$T/feishu.yaml" -- sh later.sh
+expect_eq "a token nearing its end during a run: the brokered call and the read both work" \
+    '"code":0 200' "$(printf '%s' "$OUT" | paste -sd' ')"
+expect_eq "... with one new mint" 1 \
+    $(( $(grep -c '"path": "/open-apis/auth/v3/tenant_access_token/internal"' "$T/fs.log") - mints_before ))
+expect_eq "... and the cached one never went upstream" 0 "$(grep -c 't-cached-token' "$T/fs.log")"
+
 # A wrong app secret: the run stops with the provider's reason, nothing is retried.
 printf 'not-the-secret\n' | HOME="$TEST_HOME" "$PADDOCK" secret set feishu_app_secret >/dev/null
 HOME="$TEST_HOME" "$PADDOCK" secret rm feishu-bot.tenant_token >/dev/null 2>&1

@@ -10,7 +10,7 @@
 need_userns
 [ -e "$PADDOCK_BUILD/paddock-gateway.so" ] || bail_out "paddock-gateway.so is not built"
 
-feishu_certs
+feishu_certs open.feishu.cn other.feishu.test
 
 app_secret="real-app-secret-$RANDOM$RANDOM$RANDOM"
 first_refresh="ur-first-$RANDOM$RANDOM$RANDOM"
@@ -189,3 +189,29 @@ expect_eq "a vault under another key: paddock run fails (125)" 125 "$RC"
 expect_match "... saying so in one line" "^paddock: .*cannot decrypt the vault" "$ERR"
 expect_eq "... one line" 1 "$(printf '%s\n' "$ERR" | grep -c .)"
 expect_eq "... and the vault is as it was" "$sum_before" "$(sha256sum <"$STATE/vault")"
+
+# A refresh does not stall the gateway: while one request waits for a slow refresh (3 s at
+# a second fake server), a request to another host is answered. The run starts with a
+# cached token fresh for 2 s more, so the refresh happens during the run.
+start_fake_feishu "$app_secret" --refresh-token ur-slow-first --refresh-delay 3
+set_secret feishu_user_refresh ur-slow-first
+sed -e "s/127.0.0.1:[0-9]*/127.0.0.1:$FS_PORT/" \
+    -e 's|^  rules:|  rules:\n    - {host: other.feishu.test, decision: allow}|' \
+    -e "s|^  resolve: {|  resolve: {\"other.feishu.test:443\": \"127.0.0.1:$FS_PORT\", |" \
+    "$T/user.yaml" >"$T/slow.yaml"
+set_secret feishu-user.access_token "u-cached-token $(( $(date +%s) + 7 ))000000000 10000000000"
+cat >"$WS/slow.sh" <<'EOF2'
+sleep 2.5
+curl -sS --max-time 30 -o /dev/null -w 'A %{http_code}\n' -H "Authorization: Bearer $FEISHU_USER_TOKEN" "$1" >/tmp/a &
+curl -sS --max-time 30 -o /dev/null -w 'A2 %{http_code}\n' -H "Authorization: Bearer $FEISHU_USER_TOKEN" "$1" >/tmp/a2 &
+sleep 0.3
+curl -sS --max-time 30 -o /dev/null -w 'B %{http_code}' https://other.feishu.test/open-apis/bot/v3/info
+if [ -s /tmp/a ]; then echo " (A was answered first)"; else echo " (A still waits)"; fi
+wait
+cat /tmp/a /tmp/a2
+EOF2
+before=$(refreshes)
+wrun --policy "$T/slow.yaml" -- sh slow.sh "$API"
+expect_eq "while requests wait for a slow refresh, another host's request is answered" \
+    "B 400 (A still waits)|A 200|A2 200" "$(printf '%s' "$OUT" | paste -sd'|')"
+expect_eq "... and the two that waited shared one refresh" 1 $(( $(refreshes) - before ))
