@@ -19,6 +19,11 @@
  * `upstream_ca`, like the gateway's own upstream connections. It is made with libcurl,
  * bounded (10 s), and not retried: a failure is the agent's 502 with the reason, and the
  * vault is left as it was.
+ *
+ * At the start of a run the token is got before the gateway serves (a failure stops the
+ * run). During a run a mint is made in a thread of its own: the requests that need the
+ * token wait in the credential's queue (one mint serves them all) while the loop serves
+ * every other connection, and go on when the thread is done (an eventfd on the loop).
  */
 #include "gateway_internal.h"
 
