@@ -410,7 +410,13 @@ struct gw_refresh {
     pdk_error err; /* why not */
     int result;
     gw_conn *waiting; /* the connections parked until it is done, in order */
+    /* After a failure, requests within FAILURE_HOLD_NS get the same answer at once: an
+     * agent that retries in a loop does not make paddock hammer the provider. */
+    char *last_failure;
+    int64_t failed_at_ns;
 };
+
+#define FAILURE_HOLD_NS (10 * 1000000000LL)
 
 static void *refresh_thread(void *arg)
 {
@@ -430,6 +436,9 @@ static void refresh_done(evutil_socket_t fd, short what, void *arg)
     r->running = false;
     pdk_gateway_credential *gc = &r->g->credentials[r->index];
     _cleanup_free_ char *failure = r->result < 0 ? xstrdup(r->err.message) : NULL;
+    free(r->last_failure);
+    r->last_failure = failure ? xstrdup(failure) : NULL;
+    r->failed_at_ns = failure ? pdk_now_monotonic_ns() : 0;
     if (r->result == 0)
         install(gc, &r->m);
     pdk_error_clear(&r->err);
@@ -474,13 +483,19 @@ void pdk__gw_token_wait(gw_conn *c, size_t i, gw_token_resume resume)
             g->refresh[k] = (gw_refresh){.g = g, .index = k, .efd = -1};
     }
     gw_refresh *r = &g->refresh[i];
+    c->token_credential = i;
+    if (!r->running && r->last_failure &&
+        (int64_t)pdk_now_monotonic_ns() - r->failed_at_ns < FAILURE_HOLD_NS) {
+        _cleanup_free_ char *why = xasprintf("%s (the last try, under 10 s ago)", r->last_failure);
+        resume(c, why);
+        return;
+    }
     pdk_error err = {0};
     if (!r->running && !refresh_start(r, &err)) {
         resume(c, err.message);
         return;
     }
     c->state = ST_WAIT_TOKEN;
-    c->token_credential = i;
     c->token_resume = resume;
     bufferevent_disable(c->client, EV_READ);
     gw_conn **tail = &r->waiting;
@@ -508,6 +523,7 @@ void pdk__gw_refresh_free(pdk_gateway *g)
             pthread_join(r->thread, NULL);
         minted_clear(&r->m);
         pdk_error_clear(&r->err);
+        free(r->last_failure);
         if (r->done)
             event_free(r->done);
         if (r->efd >= 0)

@@ -174,9 +174,14 @@ expect_eq "... the refresh token is still the one it was (kind token: the last r
 # cached token is one the server never issued, so any request that reached it with that
 # token would get 400, not 502.
 set_secret feishu-user.access_token "u-cached-token $(( $(date +%s) + 7 ))000000000 10000000000"
-wrun --policy "$T/user.yaml" -- sh -c 'sleep 2.5; curl -sS --max-time 20 -w " %{http_code}" '"$API"
+before=$(refreshes)
+wrun --policy "$T/user.yaml" -- sh -c 'sleep 2.5; for i in 1 2; do curl -sS --max-time 20 -w " %{http_code}\n" '"$API"'; done'
+answers=$(printf '%s' "$OUT" | paste -sd' ')
 expect_match "a refresh that fails during a run: the agent gets a 502 with the reason" \
-    'refused the refresh token .*code 20064.* 502$' "$OUT"
+    '^\{"error":"upstream".*refused the refresh token .*code 20064[^}]*\} +502 ' "$answers"
+expect_match "... a retry at once gets the same answer, without asking the provider again" \
+    '502 +\{"error":"upstream".*code 20064.*\(the last try, under 10 s ago\)"\} +502$' "$answers"
+expect_eq "... which was asked once" 1 $(( $(refreshes) - before ))
 pdk audit --json
 expect_match "... recorded as credential.provider_failed" '"kind":"credential.provider_failed"' "$OUT"
 expect_eq "... and the cached token never went upstream" 0 "$(grep -c u-cached-token "$T/fs.log")"
