@@ -4,8 +4,10 @@
   latency     added latency per request through the explicit proxy with keep-alive: a
               client in the sandbox sends N GETs on one connection through the proxy; the
               same client on the host sends them straight to the upstream (p50 of each)
-  inject      the same through the proxy with a credential injected on every request
-              (placeholder replaced and header set) against without: what injection adds
+  inject      in one sandbox, two kept connections through the proxy used in turn: one to
+              a host with a credential (its placeholder replaced in a field, its header
+              set) and one to a host without (a field of the same size): what injection
+              adds to the same gateway at the same moment
   tunnel      a 100 MB download through a CONNECT tunnel (TLS end to end, passthrough)
               against the same download straight from the upstream
   intercept   the same download with TLS intercepted at the gateway (decrypted, judged,
@@ -22,31 +24,48 @@ import json, os, shutil, signal, socket, statistics, subprocess, sys, tempfile, 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 CLIENT = r'''
-import json, socket, sys, time, ssl, resource
+import json, os, socket, sys, time, ssl, resource
 mode = sys.argv[1]
-def http_latency(host, port, proxy, n):
+def connect(host, port, proxy, extra=""):
     s = socket.create_connection(proxy or (host, port))
     s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     target = ("http://%s:%d/x" % (host, port)) if proxy else "/x"
-    req = ("GET %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (target, host)).encode()
-    times = []
-    buf = b""
+    return {"s": s, "req": ("GET %s HTTP/1.1\r\nHost: %s\r\n%s\r\n" % (target, host, extra)).encode(),
+            "buf": b""}
+def one(c):
+    """One request on a kept connection: microseconds until its whole response is in."""
+    s, buf = c["s"], c["buf"]
+    t0 = time.perf_counter_ns()
+    s.sendall(c["req"])
+    while True:
+        end = buf.find(b"\r\n\r\n")
+        if end >= 0:
+            head = buf[:end].decode()
+            length = int([l.split(":")[1] for l in head.split("\r\n") if l.lower().startswith("content-length")][0])
+            if len(buf) >= end + 4 + length:
+                c["buf"] = buf[end + 4 + length:]
+                break
+        buf += s.recv(65536)
+    return (time.perf_counter_ns() - t0) / 1000
+def http_latency(host, port, proxy, n):
+    c = connect(host, port, proxy)
+    return sorted(one(c) for _ in range(n))
+if mode == "paired":
+    # two kept connections through the proxy, used in turn: to the credential's host with
+    # its placeholder in a field (replaced, and the inject header set), and to a host
+    # without a credential with a field of the same size: the same sandbox, gateway and
+    # moment, so the difference is what injection costs
+    with_host, without_host, port, n = sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+    token = os.environ["BENCH_TOKEN"]
+    a = connect(with_host, port, ("127.0.0.1", 3128), "X-Token: %s\r\n" % token)
+    b = connect(without_host, port, ("127.0.0.1", 3128), "X-Token: %s\r\n" % ("x" * len(token)))
+    ta, tb = [], []
     for i in range(n):
-        t0 = time.perf_counter_ns()
-        s.sendall(req)
-        while True:
-            end = buf.find(b"\r\n\r\n")
-            if end >= 0:
-                head = buf[:end].decode()
-                length = int([l.split(":")[1] for l in head.split("\r\n") if l.lower().startswith("content-length")][0])
-                if len(buf) >= end + 4 + length:
-                    buf = buf[end + 4 + length:]
-                    break
-            buf += s.recv(65536)
-        times.append((time.perf_counter_ns() - t0) / 1000)
-    times.sort()
-    return times
-if mode == "latency":
+        ta.append(one(a))
+        tb.append(one(b))
+    ta.sort(); tb.sort()
+    print(json.dumps({"with_p50": ta[n // 2], "without_p50": tb[n // 2]}))
+elif mode == "latency":
     host, port, n = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
     proxy = ("127.0.0.1", 3128) if len(sys.argv) > 5 else None
     t = http_latency(host, port, proxy, n)
@@ -179,7 +198,13 @@ def main():
 
         cred_policy = os.path.join(work, "cred.yaml")
         with open(policy) as f, open(cred_policy, "w") as out:
-            out.write(f.read() + "credentials:\n  - {name: bench, provider: static, value: "
+            text = f.read().replace("    - {host: up.test, decision: allow}\n",
+                                    "    - {host: up.test, decision: allow}\n"
+                                    "    - {host: up2.test, decision: allow}\n")
+            text = text.replace('"up.test:80": "127.0.0.1:%d"' % http_port,
+                                '"up.test:80": "127.0.0.1:%d", "up2.test:80": "127.0.0.1:%d"'
+                                % (http_port, http_port))
+            out.write(text + "credentials:\n  - {name: bench, provider: static, value: "
                       "{secret: bench_token}, hosts: [up.test], inject: {header: Authorization, "
                       "value: \"Bearer {token}\"}, placeholder: {env: BENCH_TOKEN}}\n")
         subprocess.run([paddock, "secret", "set", "bench_token"], input="t-bench-" + "x" * 40,
@@ -210,15 +235,15 @@ def main():
         d, p = statistics.median(direct), statistics.median(proxied)
         print(f"latency direct          p50 {d:8.1f} us a request (keep-alive, {n} requests)")
         print(f"latency through proxy   p50 {p:8.1f} us; added {p - d:6.1f} us (target <= 300 us)")
-        plain, injected = [], []
-        for _ in range(3):
-            plain.append(json.loads(sandboxed("python3", "client.py", "latency", "up.test",
-                                              "80", str(n), "proxy"))["p50"])
-            injected.append(json.loads(sandboxed("python3", "client.py", "latency", "up.test",
-                                                 "80", str(n), "proxy", pol=cred_policy))["p50"])
-        pl, ij = statistics.median(plain), statistics.median(injected)
-        print(f"latency with injection  p50 {ij:8.1f} us; injection adds {ij - pl:6.1f} us "
-              f"(without: {pl:.1f} us)")
+        # injection: paired in one sandbox (client.py paired), three rounds
+        pairs = [json.loads(sandboxed("python3", "client.py", "paired", "up.test", "up2.test",
+                                      "80", str(n), pol=cred_policy))
+                 for _ in range(int(os.environ.get("BENCH_INJECT_ROUNDS", "3")))]
+        ij = statistics.median(p["with_p50"] for p in pairs)
+        pl = statistics.median(p["without_p50"] for p in pairs)
+        added = statistics.median(p["with_p50"] - p["without_p50"] for p in pairs)
+        print(f"latency with injection  p50 {ij:8.1f} us; without {pl:6.1f} us (paired, one "
+              f"sandbox); injection adds {added:5.1f} us = {ij / pl:.3f} of the gateway's own")
 
         url = "https://dl.test:%d/big" % tls_port
         speeds = {"direct": [], "tunnel": [], "intercept": []}
@@ -240,7 +265,8 @@ def main():
               f"(of {conns})")
         print(json.dumps({"latency_direct_p50_us": d, "latency_proxy_p50_us": p,
                           "latency_added_us": p - d, "latency_injected_p50_us": ij,
-                          "injection_added_us": ij - pl, "download_direct_mib_s": sp["direct"],
+                          "injection_added_us": added,
+                          "latency_not_injected_p50_us": pl, "injection_pairs": pairs, "download_direct_mib_s": sp["direct"],
                           "tunnel_mib_s": sp["tunnel"], "intercept_mib_s": sp["intercept"],
                           "tunnel_ratio": sp["tunnel"] / sp["direct"],
                           "intercept_ratio": sp["intercept"] / sp["direct"],

@@ -164,6 +164,8 @@ for l in sys.stdin:
     if not (k.startswith("net.request") or k.startswith("credential.") or k.startswith("approval.")):
         continue
     what = " ".join(str(d[x]) for x in ("method", "host", "path") if d.get(x))
+    if d.get("credentials"):
+        what += "  (+ " + ", ".join(d["credentials"]) + ")"
     extra = d.get("decision", "") if k == "net.request" else d.get("credential", "")
     if k == "approval.asked":
         r = d.get("request") or {}

@@ -66,6 +66,7 @@ void pdk__gw_conn_free(gw_conn *c)
     pdk_http_parser_free(c->responses);
     pdk_http_head_free(c->req);
     pdk_buf_free(&c->broker_body);
+    json_decref(c->credentials_used);
     if (c->rewrite.data)
         sodium_memzero(c->rewrite.data, c->rewrite.len);
     pdk_buf_free(&c->rewrite);
@@ -196,6 +197,8 @@ json_t *pdk__gw_request_event(gw_conn *c, const char *decided_by)
         json_object_set_new(o, "scheme", json_string(c->req->scheme));
     if (c->path)
         json_object_set_new(o, "path", json_string(c->path));
+    if (c->credentials_used)
+        json_object_set_new(o, "credentials", json_copy(c->credentials_used));
     json_object_set_new(o, "decision", json_string(pdk_decision_name(c->verdict.decision)));
     json_object_set_new(o, "rule",
                         c->verdict.rule >= 0 ? json_integer(c->verdict.rule) : json_null());
@@ -591,6 +594,8 @@ void pdk__gw_next_request(gw_conn *c)
     c->request_done = c->response_done = false;
     c->status = 0;
     c->rewrite_body = false;
+    json_decref(c->credentials_used);
+    c->credentials_used = NULL;
     if (c->rewrite.data)
         sodium_memzero(c->rewrite.data, c->rewrite.len);
     pdk_buf_free(&c->rewrite);

@@ -181,11 +181,10 @@ gw_apply pdk__gw_apply_credentials(gw_conn *c, const char *how)
             }
             c->rewrite_body = true;
         }
-        if (used) {
-            json_t *ev =
-                json_pack("{s:I, s:I, s:s, s:s}", "conn", (json_int_t)c->id, "seq",
-                          (json_int_t)c->seq, "credential", gc->policy->name, "host", c->host);
-            pdk__gw_audit(g, "credential.used", ev);
+        if (used) { /* recorded with the request (its net.request event) */
+            if (!c->credentials_used)
+                c->credentials_used = json_array();
+            json_array_append_new(c->credentials_used, json_string(gc->policy->name));
         }
     }
     return GW_APPLIED;

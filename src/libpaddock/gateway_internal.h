@@ -136,6 +136,8 @@ struct gw_conn {
      * replaced, then sent with its head (Content-Length framing) */
     bool rewrite_body;
     pdk_buf rewrite;
+    /* The credentials put on the current request (names): part of its events. */
+    json_t *credentials_used;
     bool owner_looked;
     pid_t pid; /* the process whose socket this is, 0: unknown */
     char comm[16];

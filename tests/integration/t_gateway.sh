@@ -502,7 +502,8 @@ expect_eq "... and it never reached that host" 0 "$(grep -c '/v1/leak' "$T/upstr
 expect_no_match "the real value is nowhere in the sandbox's environment or output" "$real" "$OUT$ERR"
 pdk audit --json
 expect_match "the attempt is recorded" '"kind":"credential.exfiltration"' "$OUT"
-expect_match "... and the uses" '"kind":"credential.used"' "$OUT"
+expect_match "... and the uses, with the requests they went on" \
+    '"credentials":\["api"\].*"kind":"net.request"' "$OUT"
 expect_no_match "the real value is nowhere in the audit log" "$real" "$OUT"
 expect_eq "... nor in the store's file" 0 "$(grep -c "$real" "$STATE/paddock.db" "$STATE"/audit-spool/* 2>/dev/null | awk -F: '{s+=$NF} END {print s+0}')"
 pdk secret list --json
