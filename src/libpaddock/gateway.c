@@ -633,6 +633,8 @@ static void forward_request_body(gw_conn *c)
         const char *data = avail ? (const char *)evbuffer_pullup(in, (ev_ssize_t)avail) : "";
         pdk_http_result r;
         pdk_http_event e = pdk_http_parse(c->requests, data, avail, &r);
+        if (e == PDK_HTTP_BODY && c->scan_body && !pdk__gw_scan_body(c, r.body, r.body_len))
+            return; /* a placeholder bound elsewhere: refused, and this slice not sent */
         if (e == PDK_HTTP_BODY && c->rewrite_body) {
             if (c->rewrite.len + r.body_len > PDK_GW_REWRITE_MAX) {
                 c->verdict.decision = PDK_DECISION_DENY;
@@ -907,6 +909,8 @@ static void start_request(gw_conn *c)
      * placeholder secret (answered here). Before any rule. */
     if (!connect && !pdk__gw_check_placeholders(c))
         return;
+    if (!connect)
+        pdk__gw_scan_start(c);
     if (!connect && pdk__gw_broker(c))
         return;
     pdk_net_rules_judge(g->rules, &nr, &c->verdict);

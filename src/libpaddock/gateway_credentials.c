@@ -87,6 +87,118 @@ static void refuse_exfiltration(gw_conn *c, const pdk_gateway_credential *gc, co
     pdk__gw_refuse(c, 403, "Forbidden", why);
 }
 
+/* ---- placeholders in bodies toward other hosts ---- */
+
+enum { SCAN_SIZE, SCAN_EXT, SCAN_DATA, SCAN_DATA_END, SCAN_TRAILER, SCAN_PLAIN };
+
+void pdk__gw_scan_start(gw_conn *c)
+{
+    pdk_http_head *h = c->req;
+    c->scan_body = false;
+    c->scan_tail_len = 0;
+    c->scan_chunk_left = 0;
+    if (h->upgrade || h->framing == PDK_HTTP_FRAMING_NONE ||
+        (h->framing == PDK_HTTP_FRAMING_CONTENT_LENGTH && h->content_length == 0))
+        return;
+    for (size_t i = 0; i < c->g->credential_count && !c->scan_body; i++)
+        c->scan_body = !bound(c->g->credentials[i].policy, c->host);
+    c->scan_state = h->framing == PDK_HTTP_FRAMING_CHUNKED ? SCAN_SIZE : SCAN_PLAIN;
+}
+
+/* The placeholder (of a credential not bound to the host) in tail + piece, or NULL. */
+static const pdk_gateway_credential *scan_piece(gw_conn *c, const char *piece, size_t len)
+{
+    /* where a placeholder may straddle the last slice and this one */
+    char joint[2 * sizeof(c->scan_tail)];
+    size_t head = len < sizeof(c->scan_tail) ? len : sizeof(c->scan_tail);
+    memcpy(joint, c->scan_tail, c->scan_tail_len);
+    memcpy(joint + c->scan_tail_len, piece, head);
+    const pdk_gateway_credential *found = NULL;
+    for (size_t i = 0; i < c->g->credential_count && !found; i++) {
+        const pdk_gateway_credential *gc = &c->g->credentials[i];
+        if (bound(gc->policy, c->host))
+            continue;
+        const char *ph[2] = {gc->placeholder, gc->placeholder_app_secret};
+        for (size_t k = 0; k < 2 && !found; k++) {
+            size_t n = ph[k] ? strlen(ph[k]) : 0;
+            if (n &&
+                (memmem(joint, c->scan_tail_len + head, ph[k], n) || memmem(piece, len, ph[k], n)))
+                found = gc;
+        }
+    }
+    /* the new tail: the last bytes of what came so far */
+    size_t keep = sizeof(c->scan_tail) - 1;
+    if (len >= keep) {
+        memcpy(c->scan_tail, piece + len - keep, keep);
+        c->scan_tail_len = keep;
+    } else {
+        size_t total = c->scan_tail_len + len, drop = total > keep ? total - keep : 0;
+        memmove(c->scan_tail, c->scan_tail + drop, c->scan_tail_len - drop);
+        memcpy(c->scan_tail + c->scan_tail_len - drop, piece, len);
+        c->scan_tail_len = total - drop;
+    }
+    return found;
+}
+
+bool pdk__gw_scan_body(gw_conn *c, const char *data, size_t len)
+{
+    const pdk_gateway_credential *found = NULL;
+    const char *p = data, *end = data + len;
+    /* the content, without a chunked body's framing (checked strictly by the parser) */
+    while (p < end && !found) {
+        switch (c->scan_state) {
+        case SCAN_PLAIN:
+            found = scan_piece(c, p, (size_t)(end - p));
+            p = end;
+            break;
+        case SCAN_SIZE: {
+            int v = pdk_hex_value((unsigned char)*p);
+            if (v >= 0)
+                c->scan_chunk_left = c->scan_chunk_left * 16 + (uint64_t)v;
+            else
+                c->scan_state =
+                    *p == '\n' ? (c->scan_chunk_left ? SCAN_DATA : SCAN_TRAILER) : SCAN_EXT;
+            p++;
+            break;
+        }
+        case SCAN_EXT:
+            if (*p++ == '\n')
+                c->scan_state = c->scan_chunk_left ? SCAN_DATA : SCAN_TRAILER;
+            break;
+        case SCAN_DATA: {
+            size_t n = (size_t)(end - p) < c->scan_chunk_left ? (size_t)(end - p)
+                                                              : (size_t)c->scan_chunk_left;
+            found = scan_piece(c, p, n);
+            p += n;
+            c->scan_chunk_left -= n;
+            if (!c->scan_chunk_left)
+                c->scan_state = SCAN_DATA_END;
+            break;
+        }
+        case SCAN_DATA_END:
+            if (*p++ == '\n')
+                c->scan_state = SCAN_SIZE;
+            break;
+        case SCAN_TRAILER:
+        default:
+            p = end;
+            break;
+        }
+    }
+    if (!found)
+        return true;
+    if (c->status == 0) {
+        refuse_exfiltration(c, found, "body");
+    } else { /* the upstream answered already: nothing to say but the end */
+        json_t *ev = pdk__gw_request_event(c, "");
+        json_object_set_new(ev, "credential", json_string(found->policy->name));
+        json_object_set_new(ev, "found_in", json_string("body"));
+        pdk__gw_audit(c->g, "credential.exfiltration", ev);
+        pdk__gw_conn_free(c);
+    }
+    return false;
+}
+
 bool pdk__gw_check_placeholders(gw_conn *c)
 {
     pdk_http_head *h = c->req;

@@ -136,6 +136,14 @@ struct gw_conn {
      * replaced, then sent with its head (Content-Length framing) */
     bool rewrite_body;
     pdk_buf rewrite;
+    /* A body toward a host some credential is not bound to is scanned as it streams for
+     * that credential's placeholders (gateway_credentials.c): the de-chunking state and
+     * the last bytes of the content, for a placeholder split across slices. */
+    bool scan_body;
+    uint8_t scan_state;
+    uint64_t scan_chunk_left;
+    size_t scan_tail_len;
+    char scan_tail[128];
     /* The credentials put on the current request (names): part of its events. */
     json_t *credentials_used;
     bool owner_looked;
@@ -212,6 +220,13 @@ gw_apply pdk__gw_apply_credentials(gw_conn *c, const char *how);
 /* The held request (c->rewrite complete): its placeholders replaced, the body de-chunked,
  * its head given the new Content-Length; head and body appended to out. */
 void pdk__gw_rewritten_request(gw_conn *c, pdk_buf *out);
+/* Whether the current request's body is to be scanned for placeholders (sets c->scan_body
+ * and resets the scanner). */
+void pdk__gw_scan_start(gw_conn *c);
+/* The next slice of the body (raw, as it came): false when the content so far holds a
+ * placeholder bound elsewhere; the slice is not to be forwarded, and the request was
+ * refused and recorded (the connection ends). */
+bool pdk__gw_scan_body(gw_conn *c, const char *data, size_t len);
 /* Before any rule: a request that carries a placeholder to a host its credential is not
  * bound to is refused and recorded as an exfiltration attempt (false). */
 bool pdk__gw_check_placeholders(gw_conn *c);

