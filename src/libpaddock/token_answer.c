@@ -12,10 +12,18 @@
 
 #define ANSWER_MAX (64 * 1024)
 
-static const char *str_or(json_t *o, const char *key, const char *fallback)
+/* A string of the answer, for a one-line message: control characters (a newline, an
+ * escape sequence for the terminal) become '?', and it is cut at 200 bytes. */
+static char *text_or(json_t *o, const char *key, const char *fallback)
 {
     const char *s = json_string_value(json_object_get(o, key));
-    return s && *s ? s : fallback;
+    if (!s || !*s)
+        return fallback ? xstrdup(fallback) : NULL;
+    char *t = xstrndup(s, strlen(s) > 200 ? 200 : strlen(s));
+    for (char *p = t; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            *p = '?';
+    return t;
 }
 
 /* A token, as it will go into a header: printable ASCII, no spaces, not empty. */
@@ -35,11 +43,12 @@ static int feishu(long status, json_t *answer, const char *cred, pdk_token_answe
     json_t *code = json_object_get(answer, "code");
     json_t *expire = json_object_get(answer, "expire");
     const char *tok = json_string_value(json_object_get(answer, "tenant_access_token"));
-    if (!json_is_integer(code) || json_integer_value(code) != 0)
+    if (!json_is_integer(code) || json_integer_value(code) != 0) {
+        _cleanup_free_ char *msg = text_or(answer, "msg", "(no message)");
         return pdk_error_set(
             err, 0, "credential %s: the token endpoint refused (HTTP %ld): code %lld: %s", cred,
-            status, json_is_integer(code) ? (long long)json_integer_value(code) : -1LL,
-            str_or(answer, "msg", "(no message)"));
+            status, json_is_integer(code) ? (long long)json_integer_value(code) : -1LL, msg);
+    }
     if (!token_ok(tok) || !json_is_integer(expire) || json_integer_value(expire) <= 0 ||
         json_integer_value(expire) > 366LL * 24 * 3600)
         return pdk_error_set(err, 0,
@@ -55,7 +64,7 @@ static int oauth2(long status, json_t *answer, const char *cred, const char *ref
                   pdk_token_answer *out, pdk_error *err)
 {
     json_t *code = json_object_get(answer, "code");
-    const char *error = json_string_value(json_object_get(answer, "error"));
+    _cleanup_free_ char *error = text_or(answer, "error", NULL);
     if (error || (json_is_integer(code) && json_integer_value(code) != 0) || status < 200 ||
         status > 299) {
         _cleanup_free_ char *what =
@@ -63,13 +72,12 @@ static int oauth2(long status, json_t *answer, const char *cred, const char *ref
                 ? xasprintf("%s%s, code %lld", error ? ", " : "", error ? error : "",
                             (long long)json_integer_value(code))
                 : xasprintf("%s%s", error ? ", " : "", error ? error : "");
-        return pdk_error_set(
-            err, 0,
-            "credential %s: the token endpoint refused the refresh token (HTTP "
-            "%ld%s): %s (store a new one: paddock secret set %s)",
-            cred, status, what,
-            str_or(answer, "error_description", str_or(answer, "msg", "no reason")),
-            refresh_secret ? refresh_secret : "NAME");
+        _cleanup_free_ char *msg = text_or(answer, "msg", "no reason");
+        _cleanup_free_ char *why = text_or(answer, "error_description", msg);
+        return pdk_error_set(err, 0,
+                             "credential %s: the token endpoint refused the refresh token (HTTP "
+                             "%ld%s): %s (store a new one: paddock secret set %s)",
+                             cred, status, what, why, refresh_secret ? refresh_secret : "NAME");
     }
     const char *tok = json_string_value(json_object_get(answer, "access_token"));
     json_t *expires_in = json_object_get(answer, "expires_in");

@@ -95,6 +95,14 @@ static void test_oauth2(void **state)
                         "credential c: the token endpoint refused the refresh token (HTTP 400, "
                         "invalid_grant, code 20064): The refresh token has been revoked. (store a "
                         "new one: paddock secret set c_refresh)");
+    /* what the endpoint says goes into one line: no control character gets through */
+    assert_int_equal(
+        parse(PDK_TOKEN_OAUTH2, 400,
+              "{\"error\":\"bad\\ngrant\",\"error_description\":\"line\\none\\u001b[2J\"}", &a,
+              &err),
+        -1);
+    assert_non_null(strstr(err.message, "(HTTP 400, bad?grant): line?one?[2J (store"));
+    assert_null(strchr(err.message, '\n'));
     assert_int_equal(parse(PDK_TOKEN_OAUTH2, 400, "{\"error\":\"invalid_grant\"}", &a, &err), -1);
     assert_string_equal(err.message,
                         "credential c: the token endpoint refused the refresh token (HTTP 400, "
