@@ -1,6 +1,7 @@
 /* cmd_secret.c: paddock secret set|list|rm */
 #include "cli.h"
 
+#include "../libpaddock/token_answer.h"
 #include "../libpaddock/vault.h"
 
 #include <errno.h>
@@ -26,7 +27,8 @@ static const char usage[] =
     "\n"
     "set   store NAME; the value comes from stdin (a terminal is asked without echo; one\n"
     "      trailing newline is dropped) or from FILE, never from the command line\n"
-    "list  names, kinds, when made and last used; never values\n"
+    "list  names, kinds, when made and last used, and when a minted token expires; never\n"
+    "      values\n"
     "rm    remove NAME\n"
     "\n"
     "  --from-file FILE  read the value from FILE\n"
@@ -79,21 +81,46 @@ static int open_vault(bool create, pdk_vault **v)
     return PDK_EXIT_OK;
 }
 
+typedef struct list_args {
+    bool json;
+    pdk_vault *vault;
+} list_args;
+
+/* A token a provider minted (NAME.tenant_token, NAME.access_token): when it expires, or 0.
+ * The value itself is read only to find that, and never shown. */
+static int64_t token_expiry(pdk_vault *v, const pdk_vault_entry *e)
+{
+    if (!e->kind || strcmp(e->kind, "token") != 0)
+        return 0;
+    pdk_error ignored = {0};
+    const char *value = pdk_vault_get(v, e->name, false, &ignored);
+    char *token = NULL;
+    int64_t expires = 0, lifetime = 0;
+    if (!value || !pdk_token_cache_parse(value, &token, &expires, &lifetime))
+        return 0;
+    sodium_memzero(token, strlen(token));
+    free(token);
+    return expires;
+}
+
 static int print_entry(const pdk_vault_entry *e, void *arg)
 {
-    bool json = *(bool *)arg;
-    if (json) {
+    list_args *la = arg;
+    int64_t expires = token_expiry(la->vault, e);
+    if (la->json) {
         json_t *o =
             json_pack("{s:s, s:s, s:I, s:I}", "name", e->name, "kind", e->kind ? e->kind : "",
                       "created_ns", (json_int_t)e->created_ns, "length", (json_int_t)e->length);
         json_object_set_new(o, "used_ns", e->used_ns ? json_integer(e->used_ns) : json_null());
+        if (expires)
+            json_object_set_new(o, "expires_ns", json_integer(expires));
         char *line = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
         printf("%s\n", line ? line : "{}");
         free(line);
         json_decref(o);
         return 0;
     }
-    char made[32] = "-", used[32] = "never";
+    char made[32] = "-", used[32] = "never", until[48] = "";
     struct tm tm;
     time_t t = (time_t)(e->created_ns / 1000000000);
     if (e->created_ns && localtime_r(&t, &tm))
@@ -101,7 +128,14 @@ static int print_entry(const pdk_vault_entry *e, void *arg)
     t = (time_t)(e->used_ns / 1000000000);
     if (e->used_ns && localtime_r(&t, &tm))
         strftime(used, sizeof(used), "%Y-%m-%d %H:%M", &tm);
-    printf("%-32s %-8s %-17s %s\n", e->name, e->kind ? e->kind : "", made, used);
+    t = (time_t)(expires / 1000000000);
+    if (expires && localtime_r(&t, &tm)) {
+        char when[32];
+        strftime(when, sizeof(when), "%Y-%m-%d %H:%M", &tm);
+        snprintf(until, sizeof(until), "  %s %s",
+                 expires > pdk_now_realtime_ns() ? "expires" : "expired", when);
+    }
+    printf("%-32s %-8s %-17s %-17s%s\n", e->name, e->kind ? e->kind : "", made, used, until);
     return 0;
 }
 
@@ -148,7 +182,8 @@ int pdk_cmd_secret(int argc, char **argv)
             return pdk_cli_usage_error("secret list", "unexpected argument '%s'", name);
         if ((r = open_vault(false, &v)) != PDK_EXIT_OK)
             return r;
-        pdk_vault_each(v, print_entry, &json);
+        list_args la = {json, v};
+        pdk_vault_each(v, print_entry, &la);
         pdk_vault_close(v);
         return PDK_EXIT_OK;
     }

@@ -91,6 +91,18 @@ expect_match "the exfiltration attempt is recorded" '"kind":"credential.exfiltra
 expect_match "the token was minted (once)" '"kind":"credential.minted"' "$OUT"
 expect_eq "... and only once so far" 1 "$(grep -c '"path": "/open-apis/auth/v3/tenant_access_token/internal"' "$T/fs.log")"
 
+# The cached token in the vault: secret list says when it expires, never what it is.
+pdk secret list
+expect_match "secret list: the minted token, kind token, with its expiry" \
+    'feishu-bot\.tenant_token +token .* expires [0-9]{4}-' "$OUT"
+expect_no_match "... never its value" "$real" "$OUT"
+pdk secret list --json
+left=$(printf '%s\n' "$OUT" | "$PYTHON" -c '
+import json, sys, time
+for e in map(json.loads, filter(str.strip, sys.stdin)):
+    if e["name"] == "feishu-bot.tenant_token": print(round(e["expires_ns"] / 1e9 - time.time()))')
+expect_eq "... --json: expires_ns, about 2 h ahead" yes "$([ "${left:-0}" -gt 7000 ] && [ "${left:-0}" -le 7200 ] && echo yes)"
+
 # Memory of a sandbox process, read from outside while it runs (after it made an
 # authenticated request): neither the real token nor the app secret is in it.
 cat >"$WS/hold.py" <<'EOF2'
