@@ -98,8 +98,7 @@ static int64_t token_expiry(pdk_vault *v, const pdk_vault_entry *e)
     int64_t expires = 0, lifetime = 0;
     if (!value || !pdk_token_cache_parse(value, &token, &expires, &lifetime))
         return 0;
-    sodium_memzero(token, strlen(token));
-    free(token);
+    pdk_free_secret(token);
     return expires;
 }
 

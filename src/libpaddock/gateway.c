@@ -67,9 +67,7 @@ void pdk__gw_conn_free(gw_conn *c)
     pdk_http_head_free(c->req);
     pdk_buf_free(&c->broker_body);
     json_decref(c->credentials_used);
-    if (c->rewrite.data)
-        sodium_memzero(c->rewrite.data, c->rewrite.len);
-    pdk_buf_free(&c->rewrite);
+    pdk_buf_free_secret(&c->rewrite);
     free(c->captured_host);
     free(c->host);
     free(c->path);
@@ -596,9 +594,7 @@ void pdk__gw_next_request(gw_conn *c)
     c->rewrite_body = false;
     json_decref(c->credentials_used);
     c->credentials_used = NULL;
-    if (c->rewrite.data)
-        sodium_memzero(c->rewrite.data, c->rewrite.len);
-    pdk_buf_free(&c->rewrite);
+    pdk_buf_free_secret(&c->rewrite);
     bufferevent_setcb(c->client, client_read, NULL, client_head_event, c);
     bufferevent_enable(c->client, EV_READ);
     if (evbuffer_get_length(bufferevent_get_input(c->client)) > 0)
@@ -661,8 +657,7 @@ static void forward_request_body(gw_conn *c)
                 pdk__gw_rewritten_request(c, &msg);
                 evbuffer_add(bufferevent_get_output(c->upstream), msg.data, msg.len);
                 c->up_bytes += msg.len;
-                sodium_memzero(msg.data, msg.len);
-                pdk_buf_free(&msg);
+                pdk_buf_free_secret(&msg);
             }
         } else if (e == PDK_HTTP_ERROR) {
             pdk__gw_conn_free(c); /* a broken body cannot be answered cleanly any more */

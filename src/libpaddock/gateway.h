@@ -50,6 +50,10 @@ typedef struct pdk_gateway_credential {
     int64_t lifetime_ns;                /* what the provider gave it at the mint */
 } pdk_gateway_credential;
 
+/* Free n credentials and the array (values wiped); NULL-safe. In paddock's executable
+ * (gateway_module.c), for the supervisor's copy and the module's alike. */
+void pdk_gateway_credentials_free(pdk_gateway_credential *credentials, size_t n);
+
 typedef struct pdk_gateway_config {
     const pdk_policy *policy; /* network rules; must outlive the gateway */
     pdk_audit_spool *spool;   /* where events go (thread-safe); NULL: none */

@@ -32,15 +32,7 @@ int pdk__gw_credentials_copy(pdk_gateway *g, const pdk_gateway_config *cfg, pdk_
 void pdk__gw_credentials_free(pdk_gateway *g)
 {
     pdk__gw_refresh_free(g); /* (its threads read the credentials) */
-    for (size_t i = 0; i < g->credential_count; i++) {
-        char *v = (char *)g->credentials[i].value;
-        if (v)
-            sodium_memzero(v, strlen(v));
-        free(v);
-        free((char *)g->credentials[i].placeholder);
-        free((char *)g->credentials[i].placeholder_app_secret);
-    }
-    free(g->credentials);
+    pdk_gateway_credentials_free(g->credentials, g->credential_count);
     g->credentials = NULL;
     g->credential_count = 0;
 }
@@ -59,13 +51,7 @@ static char *replaced(const char *s, const char *needle, const char *with)
     if (!s || !strstr(s, needle))
         return NULL;
     pdk_buf b = {0};
-    size_t nl = strlen(needle);
-    for (const char *hit; (hit = strstr(s, needle));) {
-        pdk_buf_append(&b, s, (size_t)(hit - s));
-        pdk_buf_puts(&b, with);
-        s = hit + nl;
-    }
-    pdk_buf_puts(&b, s);
+    pdk_buf_replace_all(&b, s, strlen(s), needle, with);
     return pdk_buf_steal(&b);
 }
 
@@ -89,20 +75,70 @@ static void refuse_exfiltration(gw_conn *c, const pdk_gateway_credential *gc, co
 
 /* ---- placeholders in bodies toward other hosts ---- */
 
-enum { SCAN_SIZE, SCAN_EXT, SCAN_DATA, SCAN_DATA_END, SCAN_TRAILER, SCAN_PLAIN };
+enum { CONTENT_PLAIN, CONTENT_SIZE, CONTENT_EXT, CONTENT_DATA, CONTENT_DATA_END, CONTENT_TRAILER };
+
+static gw_content content_start(pdk_http_framing framing)
+{
+    return (gw_content){framing == PDK_HTTP_FRAMING_CHUNKED ? CONTENT_SIZE : CONTENT_PLAIN, 0};
+}
+
+/* One step through a body's raw bytes [*p, end), which the parser has checked strictly:
+ * *p advances; returns how many bytes of content start at *piece (0 for framing). */
+static size_t content_step(gw_content *k, const char **p, const char *end, const char **piece)
+{
+    const char *at = *p;
+    size_t n = 0;
+    switch (k->state) {
+    case CONTENT_PLAIN:
+        *piece = at;
+        n = (size_t)(end - at);
+        at = end;
+        break;
+    case CONTENT_SIZE: {
+        int v = pdk_hex_value((unsigned char)*at);
+        if (v >= 0)
+            k->chunk_left = k->chunk_left * 16 + (uint64_t)v;
+        else
+            k->state = *at == '\n' ? (k->chunk_left ? CONTENT_DATA : CONTENT_TRAILER) : CONTENT_EXT;
+        at++;
+        break;
+    }
+    case CONTENT_EXT:
+        if (*at++ == '\n')
+            k->state = k->chunk_left ? CONTENT_DATA : CONTENT_TRAILER;
+        break;
+    case CONTENT_DATA:
+        *piece = at;
+        n = (size_t)(end - at) < k->chunk_left ? (size_t)(end - at) : (size_t)k->chunk_left;
+        at += n;
+        k->chunk_left -= n;
+        if (!k->chunk_left)
+            k->state = CONTENT_DATA_END;
+        break;
+    case CONTENT_DATA_END:
+        if (*at++ == '\n')
+            k->state = CONTENT_SIZE;
+        break;
+    case CONTENT_TRAILER:
+    default:
+        at = end;
+        break;
+    }
+    *p = at;
+    return n;
+}
 
 void pdk__gw_scan_start(gw_conn *c)
 {
     pdk_http_head *h = c->req;
     c->scan_body = false;
     c->scan_tail_len = 0;
-    c->scan_chunk_left = 0;
     if (h->upgrade || h->framing == PDK_HTTP_FRAMING_NONE ||
         (h->framing == PDK_HTTP_FRAMING_CONTENT_LENGTH && h->content_length == 0))
         return;
     for (size_t i = 0; i < c->g->credential_count && !c->scan_body; i++)
         c->scan_body = !bound(c->g->credentials[i].policy, c->host);
-    c->scan_state = h->framing == PDK_HTTP_FRAMING_CHUNKED ? SCAN_SIZE : SCAN_PLAIN;
+    c->scan_content = content_start(h->framing);
 }
 
 /* The placeholder (of a credential not bound to the host) in tail + piece, or NULL. */
@@ -144,46 +180,11 @@ bool pdk__gw_scan_body(gw_conn *c, const char *data, size_t len)
 {
     const pdk_gateway_credential *found = NULL;
     const char *p = data, *end = data + len;
-    /* the content, without a chunked body's framing (checked strictly by the parser) */
     while (p < end && !found) {
-        switch (c->scan_state) {
-        case SCAN_PLAIN:
-            found = scan_piece(c, p, (size_t)(end - p));
-            p = end;
-            break;
-        case SCAN_SIZE: {
-            int v = pdk_hex_value((unsigned char)*p);
-            if (v >= 0)
-                c->scan_chunk_left = c->scan_chunk_left * 16 + (uint64_t)v;
-            else
-                c->scan_state =
-                    *p == '\n' ? (c->scan_chunk_left ? SCAN_DATA : SCAN_TRAILER) : SCAN_EXT;
-            p++;
-            break;
-        }
-        case SCAN_EXT:
-            if (*p++ == '\n')
-                c->scan_state = c->scan_chunk_left ? SCAN_DATA : SCAN_TRAILER;
-            break;
-        case SCAN_DATA: {
-            size_t n = (size_t)(end - p) < c->scan_chunk_left ? (size_t)(end - p)
-                                                              : (size_t)c->scan_chunk_left;
-            found = scan_piece(c, p, n);
-            p += n;
-            c->scan_chunk_left -= n;
-            if (!c->scan_chunk_left)
-                c->scan_state = SCAN_DATA_END;
-            break;
-        }
-        case SCAN_DATA_END:
-            if (*p++ == '\n')
-                c->scan_state = SCAN_SIZE;
-            break;
-        case SCAN_TRAILER:
-        default:
-            p = end;
-            break;
-        }
+        const char *piece = NULL;
+        size_t n = content_step(&c->scan_content, &p, end, &piece);
+        if (n)
+            found = scan_piece(c, piece, n);
     }
     if (!found)
         return true;
@@ -302,37 +303,23 @@ gw_apply pdk__gw_apply_credentials(gw_conn *c, const char *how)
     return GW_APPLIED;
 }
 
-/* A chunked body (checked strictly by http_message.c already) without its framing; the
- * trailer section is dropped. */
-static void dechunk(const pdk_buf *in, pdk_buf *out)
-{
-    const char *p = in->data ? in->data : "", *end = p + in->len;
-    while (p < end) {
-        char *after = NULL;
-        unsigned long long size = strtoull(p, &after, 16);
-        const char *line_end = memchr(p, '\n', (size_t)(end - p));
-        if (!line_end || after == p)
-            return;
-        p = line_end + 1;
-        if (size == 0 || size > (unsigned long long)(end - p))
-            return;
-        pdk_buf_append(out, p, (size_t)size);
-        p += size + 2; /* the data's CRLF */
-    }
-}
-
 void pdk__gw_rewritten_request(gw_conn *c, pdk_buf *out)
 {
     pdk_http_head *h = c->req;
+    /* the content alone (a chunked body's framing and trailers left out) */
     pdk_buf plain = {0};
-    if (h->framing == PDK_HTTP_FRAMING_CHUNKED) {
-        dechunk(&c->rewrite, &plain);
-        sodium_memzero(c->rewrite.data, c->rewrite.len);
-        pdk_buf_free(&c->rewrite);
-    } else {
+    if (h->framing != PDK_HTTP_FRAMING_CHUNKED) {
         plain = c->rewrite;
         c->rewrite = (pdk_buf){0};
     }
+    gw_content k = content_start(h->framing);
+    for (const char *p = c->rewrite.data, *end = p + c->rewrite.len; p && p < end;) {
+        const char *piece = NULL;
+        size_t n = content_step(&k, &p, end, &piece);
+        if (n)
+            pdk_buf_append(&plain, piece, n);
+    }
+    pdk_buf_free_secret(&c->rewrite);
     for (size_t i = 0; i < c->g->credential_count; i++) {
         const pdk_gateway_credential *gc = &c->g->credentials[i];
         if (!gc->policy->replace_in_body || !bound(gc->policy, c->host) || !gc->value ||
@@ -340,16 +327,8 @@ void pdk__gw_rewritten_request(gw_conn *c, pdk_buf *out)
             continue;
         /* (bodies are bytes: a NUL in one ends no string here) */
         pdk_buf next = {0};
-        size_t nl = strlen(gc->placeholder);
-        const char *s = plain.data, *end = plain.data + plain.len;
-        for (const char *hit; (hit = memmem(s, (size_t)(end - s), gc->placeholder, nl));) {
-            pdk_buf_append(&next, s, (size_t)(hit - s));
-            pdk_buf_puts(&next, gc->value);
-            s = hit + nl;
-        }
-        pdk_buf_append(&next, s, (size_t)(end - s));
-        sodium_memzero(plain.data, plain.len);
-        pdk_buf_free(&plain);
+        pdk_buf_replace_all(&next, plain.data, plain.len, gc->placeholder, gc->value);
+        pdk_buf_free_secret(&plain);
         plain = next;
         json_t *ev = json_pack("{s:I, s:I, s:s, s:s, s:s}", "conn", (json_int_t)c->id, "seq",
                                (json_int_t)c->seq, "credential", gc->policy->name, "host", c->host,
@@ -362,9 +341,7 @@ void pdk__gw_rewritten_request(gw_conn *c, pdk_buf *out)
     (void)pdk_http_head_set(h, "Content-Length", len, &err);
     pdk_http_head_serialize(h, out);
     pdk_buf_append(out, plain.data ? plain.data : "", plain.len);
-    if (plain.data)
-        sodium_memzero(plain.data, plain.len);
-    pdk_buf_free(&plain);
+    pdk_buf_free_secret(&plain);
 }
 
 /* ---- token brokering ---- */
@@ -412,9 +389,7 @@ static void broker_answer(gw_conn *c, pdk_gateway_credential *gc)
     const char *secret = json_string_value(json_object_get(req, "app_secret"));
     bool ours = secret && strcmp(secret, gc->placeholder_app_secret) == 0;
     json_decref(req);
-    if (c->broker_body.data)
-        sodium_memzero(c->broker_body.data, c->broker_body.len);
-    pdk_buf_free(&c->broker_body);
+    pdk_buf_free_secret(&c->broker_body);
     c->verdict = (pdk_net_verdict){ours ? PDK_DECISION_ALLOW : PDK_DECISION_DENY, PDK_NET_DECIDED,
                                    -1, "paddock answers this token endpoint"};
     if (!ours) {

@@ -70,6 +70,12 @@ typedef enum conn_state {
 typedef struct gw_conn gw_conn;
 typedef struct splice_dir splice_dir;
 typedef struct gw_refresh gw_refresh;
+/* Where a body's content is in its raw bytes: the state of taking a chunked body's
+ * framing off, slice by slice (gateway_credentials.c). */
+typedef struct gw_content {
+    uint8_t state;
+    uint64_t chunk_left;
+} gw_content;
 /* What a connection that waited for a token does next: failure is NULL when the token is
  * fresh, else why the provider failed. */
 typedef void (*gw_token_resume)(gw_conn *c, const char *failure);
@@ -140,8 +146,7 @@ struct gw_conn {
      * that credential's placeholders (gateway_credentials.c): the de-chunking state and
      * the last bytes of the content, for a placeholder split across slices. */
     bool scan_body;
-    uint8_t scan_state;
-    uint64_t scan_chunk_left;
+    gw_content scan_content;
     size_t scan_tail_len;
     char scan_tail[128];
     /* The credentials put on the current request (names): part of its events. */

@@ -64,3 +64,13 @@ const pdk_gateway_module *pdk_gateway_module_load(pdk_error *err)
     loaded = m;
     return m;
 }
+
+void pdk_gateway_credentials_free(pdk_gateway_credential *credentials, size_t n)
+{
+    for (size_t i = 0; credentials && i < n; i++) {
+        pdk_free_secret((char *)credentials[i].value);
+        free((char *)credentials[i].placeholder);
+        free((char *)credentials[i].placeholder_app_secret);
+    }
+    free(credentials);
+}

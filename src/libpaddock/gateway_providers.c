@@ -61,14 +61,6 @@ static CURLcode add_roots(CURL *curl, void *ssl_ctx, void *arg)
     return CURLE_OK;
 }
 
-static void wipe_free(char *s)
-{
-    if (s) {
-        sodium_memzero(s, strlen(s));
-        free(s);
-    }
-}
-
 /* A minted token: the value, its expiry and lifetime, and (oauth2_refresh) the refresh
  * token to keep for the next time, when the endpoint gave a new one. */
 typedef struct minted {
@@ -79,8 +71,8 @@ typedef struct minted {
 
 static void minted_clear(minted *m)
 {
-    wipe_free(m->token);
-    wipe_free(m->next_refresh_token);
+    pdk_free_secret(m->token);
+    pdk_free_secret(m->next_refresh_token);
     *m = (minted){0};
 }
 
@@ -145,13 +137,6 @@ static int post(pdk_gateway *g, const char *name, const char *url, const char *c
     return 0;
 }
 
-static void wipe_buf(pdk_buf *b)
-{
-    if (b->data)
-        sodium_memzero(b->data, b->len);
-    pdk_buf_free(b);
-}
-
 /* POST, and the answer parsed (token_answer.c) into m. */
 static int ask_endpoint(pdk_gateway *g, const pdk_credential *cred, pdk_token_kind kind,
                         const char *url, const char *content_type, const char *body, minted *m,
@@ -164,7 +149,7 @@ static int ask_endpoint(pdk_gateway *g, const pdk_credential *cred, pdk_token_ki
     if (r == 0)
         r = pdk_token_answer_parse(kind, status, reply.data, reply.len, cred->name,
                                    cred->refresh_token_secret, &a, err);
-    wipe_buf(&reply);
+    pdk_buf_free_secret(&reply);
     if (r < 0)
         return -1;
     m->token = a.token;
@@ -201,7 +186,7 @@ static int feishu_mint(pdk_gateway *g, pdk_gateway_credential *gc, minted *m, pd
         xasprintf("https://%s/open-apis/auth/v3/tenant_access_token/internal", host);
     int ret = ask_endpoint(g, cred, PDK_TOKEN_FEISHU_TENANT, url, "application/json; charset=utf-8",
                            body, m, err);
-    wipe_free(body);
+    pdk_free_secret(body);
     return ret;
 }
 
@@ -246,20 +231,20 @@ static int oauth2_refresh(pdk_gateway *g, pdk_gateway_credential *gc, minted *m,
         form_add(&body, "client_id", client_id);
         form_add(&body, "client_secret", client_secret);
     }
-    wipe_free(client_id);
-    wipe_free(client_secret);
+    pdk_free_secret(client_id);
+    pdk_free_secret(client_secret);
     if (!ok) {
-        wipe_free(refresh);
+        pdk_free_secret(refresh);
         return pdk_error_prefix(err, "credential %s", cred->name);
     }
     int ret = ask_endpoint(g, cred, PDK_TOKEN_OAUTH2, cred->token_url,
                            "application/x-www-form-urlencoded", body.data, m, err);
-    wipe_buf(&body);
+    pdk_buf_free_secret(&body);
     if (ret == 0 && m->next_refresh_token && strcmp(m->next_refresh_token, refresh) == 0) {
-        wipe_free(m->next_refresh_token); /* the same one again: not rotated */
+        pdk_free_secret(m->next_refresh_token); /* the same one again: not rotated */
         m->next_refresh_token = NULL;
     }
-    wipe_free(refresh);
+    pdk_free_secret(refresh);
     return ret;
 }
 
@@ -288,7 +273,7 @@ static bool cached(pdk_gateway *g, const char *cache_name, minted *m)
             m->lifetime_ns = l;
             fresh = true;
         } else {
-            wipe_free(token);
+            pdk_free_secret(token);
         }
     }
     pdk_vault_close(vault);
@@ -361,7 +346,7 @@ static int obtain(pdk_gateway *g, pdk_gateway_credential *gc, minted *m, pdk_err
 static void install(pdk_gateway_credential *gc, minted *m)
 {
     pdk_redact_add(m->token);
-    wipe_free((char *)gc->value);
+    pdk_free_secret((char *)gc->value);
     gc->value = m->token;
     gc->expires_ns = m->expires_ns;
     gc->lifetime_ns = m->lifetime_ns;
@@ -369,16 +354,21 @@ static void install(pdk_gateway_credential *gc, minted *m)
     minted_clear(m);
 }
 
+/* The token in memory has its margin left. */
+static bool fresh(const pdk_gateway_credential *gc)
+{
+    return gc->value && gc->expires_ns - pdk_now_realtime_ns() > margin(gc->lifetime_ns);
+}
+
 bool pdk__gw_token_usable(const pdk_gateway *g, size_t i)
 {
     const pdk_gateway_credential *gc = &g->credentials[i];
-    return !gc->expires_ns ||
-           (gc->value && gc->expires_ns - pdk_now_realtime_ns() > margin(gc->lifetime_ns));
+    return !gc->expires_ns || fresh(gc);
 }
 
 int pdk__gw_token_fresh(pdk_gateway *g, pdk_gateway_credential *gc, pdk_error *err)
 {
-    if (gc->value && gc->expires_ns - pdk_now_realtime_ns() > margin(gc->lifetime_ns))
+    if (fresh(gc))
         return 0;
     minted m = {0};
     if (obtain(g, gc, &m, err) < 0)

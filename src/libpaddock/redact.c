@@ -39,17 +39,10 @@ static char *replace_locked(const char *s)
         return NULL;
     char *cur = xstrdup(s);
     for (size_t i = 0; secrets[i]; i++) {
-        size_t sl = strlen(secrets[i]);
         pdk_buf b = {0};
-        const char *p = cur;
-        for (const char *hit; (hit = strstr(p, secrets[i]));) {
-            pdk_buf_append(&b, p, (size_t)(hit - p));
-            pdk_buf_puts(&b, PDK_REDACTED);
-            p = hit + sl;
-        }
-        pdk_buf_puts(&b, p);
+        pdk_buf_replace_all(&b, cur, strlen(cur), secrets[i], PDK_REDACTED);
         free(cur);
-        cur = b.data ? pdk_buf_steal(&b) : xstrdup("");
+        cur = pdk_buf_steal(&b);
     }
     return cur;
 }

@@ -539,15 +539,8 @@ static int start_gateway(run_state *st, pdk_error *err)
 
 static void free_credentials(run_state *st)
 {
-    for (size_t i = 0; st->credentials && i < st->policy->credential_count; i++) {
-        char *v = (char *)st->credentials[i].value;
-        if (v)
-            sodium_memzero(v, strlen(v));
-        free(v);
-        free((char *)st->credentials[i].placeholder);
-        free((char *)st->credentials[i].placeholder_app_secret);
-    }
-    free(st->credentials);
+    if (st->credentials) /* (made with the policy: no policy, no credentials) */
+        pdk_gateway_credentials_free(st->credentials, st->policy->credential_count);
     st->credentials = NULL;
     pdk_strv_free(st->credential_env);
     st->credential_env = NULL;

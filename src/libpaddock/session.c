@@ -27,12 +27,9 @@ bool pdk_session_name_valid(const char *name)
     size_t n = strlen(name);
     if (n == 0 || n > 64 || name[0] == '.' || name[0] == '-')
         return false;
-    for (size_t i = 0; i < n; i++) {
-        char c = name[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '.' || c == '_' || c == '-'))
+    for (size_t i = 0; i < n; i++)
+        if (!pdk_name_char(name[i]))
             return false;
-    }
     return true;
 }
 

@@ -122,18 +122,10 @@ int pdk_token_answer_parse(pdk_token_kind kind, long status, const char *data, s
     return r;
 }
 
-static void wipe_free(char *s)
-{
-    if (s) {
-        sodium_memzero(s, strlen(s));
-        free(s);
-    }
-}
-
 void pdk_token_answer_clear(pdk_token_answer *a)
 {
-    wipe_free(a->token);
-    wipe_free(a->refresh_token);
+    pdk_free_secret(a->token);
+    pdk_free_secret(a->refresh_token);
     *a = (pdk_token_answer){0};
 }
 

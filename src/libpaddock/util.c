@@ -222,6 +222,41 @@ void pdk_buf_free(pdk_buf *b)
     b->len = b->cap = 0;
 }
 
+bool pdk_name_char(int c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+           c == '_' || c == '-';
+}
+
+void pdk_buf_free_secret(pdk_buf *b)
+{
+    if (b->data)
+        sodium_memzero(b->data, b->len);
+    pdk_buf_free(b);
+}
+
+void pdk_free_secret(char *s)
+{
+    if (s) {
+        sodium_memzero(s, strlen(s));
+        free(s);
+    }
+}
+
+size_t pdk_buf_replace_all(pdk_buf *out, const char *s, size_t len, const char *needle,
+                           const char *with)
+{
+    size_t nl = strlen(needle), n = 0;
+    const char *end = s + len;
+    for (const char *hit; nl && (hit = memmem(s, (size_t)(end - s), needle, nl)); n++) {
+        pdk_buf_append(out, s, (size_t)(hit - s));
+        pdk_buf_puts(out, with);
+        s = hit + nl;
+    }
+    pdk_buf_append(out, s, (size_t)(end - s));
+    return n;
+}
+
 char *pdk_buf_steal(pdk_buf *b)
 {
     if (!b->data)

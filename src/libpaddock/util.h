@@ -70,6 +70,8 @@ void pdk_strv_push_take(char ***strvp, char *s);
 bool pdk_strv_contains(char *const *strv, const char *s);
 char **pdk_strv_copy(char *const *strv);
 
+/* A letter, digit, '.', '_' or '-': what the names of sessions and secrets are made of. */
+bool pdk_name_char(int c);
 bool pdk_str_has_prefix(const char *s, const char *prefix);
 bool pdk_str_has_suffix(const char *s, const char *suffix);
 bool pdk_streq(const char *a, const char *b); /* NULL-safe */
@@ -84,7 +86,15 @@ void pdk_buf_append(pdk_buf *b, const void *data, size_t len);
 void pdk_buf_puts(pdk_buf *b, const char *s);
 void pdk_buf_printf(pdk_buf *b, const char *fmt, ...) PDK_PRINTF(2, 3);
 void pdk_buf_free(pdk_buf *b);
+/* The same for a buffer that held a secret: wiped first. */
+void pdk_buf_free_secret(pdk_buf *b);
 char *pdk_buf_steal(pdk_buf *b);
+/* Append s (len bytes) to out with every needle (not empty) replaced by with; returns how
+ * many were replaced. */
+size_t pdk_buf_replace_all(pdk_buf *out, const char *s, size_t len, const char *needle,
+                           const char *with);
+/* Wipe a secret string and free it (NULL-safe). */
+void pdk_free_secret(char *s);
 
 /* The value of a hex digit (0-9, a-f, A-F), or -1. */
 int pdk_hex_value(int c);

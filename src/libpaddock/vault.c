@@ -37,12 +37,9 @@ bool pdk_vault_name_valid(const char *name)
     size_t n = name ? strlen(name) : 0;
     if (n == 0 || n > PDK_VAULT_NAME_MAX)
         return false;
-    for (size_t i = 0; i < n; i++) {
-        char c = name[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '.' || c == '_' || c == '-'))
+    for (size_t i = 0; i < n; i++)
+        if (!pdk_name_char(name[i]))
             return false;
-    }
     return true;
 }
 
@@ -50,15 +47,11 @@ static bool hex_key(const char *text, size_t len, unsigned char key[KEY_LEN])
 {
     while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == '\r'))
         len--;
-    if (len != 2 * KEY_LEN)
-        return false;
-    for (size_t i = 0; i < KEY_LEN; i++) {
-        int hi = pdk_hex_value(text[2 * i]), lo = pdk_hex_value(text[2 * i + 1]);
-        if (hi < 0 || lo < 0)
-            return false;
-        key[i] = (unsigned char)(hi << 4 | lo);
-    }
-    return true;
+    size_t bin_len = 0;
+    const char *end = NULL;
+    return len == 2 * KEY_LEN &&
+           sodium_hex2bin(key, KEY_LEN, text, len, NULL, &bin_len, &end) == 0 &&
+           bin_len == KEY_LEN && end == text + len;
 }
 
 /* The key from PADDOCK_VAULT_KEY, PADDOCK_VAULT_KEY_FD, or STATE/vault.key (made when

@@ -601,6 +601,11 @@ mountinfo_count() {
     wc -l </proc/self/mountinfo
 }
 
+# set_secret NAME VALUE: store VALUE in the test's vault (on stdin, as a user would).
+set_secret() {
+    printf '%s\n' "$2" | HOME="$TEST_HOME" "$PADDOCK" secret set "$1" >/dev/null
+}
+
 # ---- the fake Feishu Open API (tests/fixtures/fake_feishu.py) ------------------------------
 
 # feishu_certs [NAME...]: a test CA ($T/ca.pem, $T/ca.key) and a certificate signed by it for

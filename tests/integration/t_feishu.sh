@@ -14,8 +14,8 @@ feishu_certs
 
 app_secret="real-app-secret-$RANDOM$RANDOM$RANDOM"
 start_fake_feishu "$app_secret"
-printf 'cli_paddocktest\n' | HOME="$TEST_HOME" "$PADDOCK" secret set feishu_app_id >/dev/null
-printf '%s\n' "$app_secret" | HOME="$TEST_HOME" "$PADDOCK" secret set feishu_app_secret >/dev/null
+set_secret feishu_app_id cli_paddocktest
+set_secret feishu_app_secret "$app_secret"
 
 policy() { # the example, with the test's upstream
     "$PYTHON" - "$PADDOCK_TOP/examples/feishu.yaml" "$FS_PORT" "$T/ca.pem" >"$T/feishu.yaml" <<'PY'
@@ -160,8 +160,7 @@ expect_eq "... without minting again" 1 "$(grep -c '"path": "/open-apis/auth/v3/
 # A cached token within 5 minutes of its end is minted again before it is used (the stale
 # one would be refused by the server: the read works only with a new one).
 stale_end=$(( $(date +%s) + 60 ))000000000
-printf 't-stale-token %s 7200000000000\n' "$stale_end" |
-    HOME="$TEST_HOME" "$PADDOCK" secret set feishu-bot.tenant_token >/dev/null
+set_secret feishu-bot.tenant_token "t-stale-token $stale_end 7200000000000"
 wrun --policy "$T/feishu.yaml" -- curl -sS --max-time 20 -o /dev/null -w '%{http_code}' \
     https://open.feishu.cn/open-apis/bitable/v1/apps/bascExample/tables/tblExample/records
 expect_eq "a token near its end is minted again, and the read works" "200 2" \
@@ -171,8 +170,7 @@ expect_eq "... the stale one never reached the server" 0 "$(grep -c 't-stale-tok
 # A token that nears its end during a run is minted again off the gateway's loop, for a
 # client's own token request (brokered) as for a request it is injected into.
 mints_before=$(grep -c '"path": "/open-apis/auth/v3/tenant_access_token/internal"' "$T/fs.log")
-printf 't-cached-token %s 10000000000\n' "$(( $(date +%s) + 7 ))000000000" |
-    HOME="$TEST_HOME" "$PADDOCK" secret set feishu-bot.tenant_token >/dev/null
+set_secret feishu-bot.tenant_token "t-cached-token $(( $(date +%s) + 7 ))000000000 10000000000"
 cat >"$WS/later.sh" <<'EOF2'
 sleep 2.5
 curl -sS --max-time 20 -d "{\"app_id\":\"cli_paddocktest\",\"app_secret\":\"$LARKSUITE_CLI_APP_SECRET\"}" \
@@ -188,7 +186,7 @@ expect_eq "... with one new mint" 1 \
 expect_eq "... and the cached one never went upstream" 0 "$(grep -c 't-cached-token' "$T/fs.log")"
 
 # A wrong app secret: the run stops with the provider's reason, nothing is retried.
-printf 'not-the-secret\n' | HOME="$TEST_HOME" "$PADDOCK" secret set feishu_app_secret >/dev/null
+set_secret feishu_app_secret not-the-secret
 HOME="$TEST_HOME" "$PADDOCK" secret rm feishu-bot.tenant_token >/dev/null 2>&1
 wrun --policy "$T/feishu.yaml" -- true
 expect_eq "a wrong app secret: paddock run fails (125)" 125 "$RC"
@@ -219,7 +217,7 @@ PY
     IFS= read -r -t 30 BAD_PORT <"$fifo"
     rm -f "$fifo"
 }
-printf '%s\n' "$app_secret" | HOME="$TEST_HOME" "$PADDOCK" secret set feishu_app_secret >/dev/null
+set_secret feishu_app_secret "$app_secret"
 for mode in garbage hang; do
     bad_endpoint "$mode"
     sed "s/127.0.0.1:$FS_PORT/127.0.0.1:$BAD_PORT/" "$T/feishu.yaml" >"$T/bad.yaml"

@@ -461,7 +461,7 @@ fi
 # requests to the credential's hosts, and refuses a request that carries the placeholder
 # anywhere else. The value is nowhere in the sandbox, its output, or the audit log.
 real="real-token-$RANDOM$RANDOM$RANDOM"
-printf '%s\n' "$real" | HOME="$TEST_HOME" "$PADDOCK" secret set api_token >/dev/null
+set_secret api_token "$real"
 cat >"$T/cred.yaml" <<EOF2
 version: 1
 network:

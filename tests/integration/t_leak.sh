@@ -16,10 +16,10 @@ app_secret="real-app-secret-$RANDOM$RANDOM$RANDOM"
 first_refresh="ur-first-$RANDOM$RANDOM$RANDOM"
 api_key="real-api-key-$RANDOM$RANDOM$RANDOM"
 start_fake_feishu "$app_secret" --refresh-token "$first_refresh"
-for kv in "feishu_app_id=cli_paddocktest" "feishu_app_secret=$app_secret" \
-    "feishu_user_refresh=$first_refresh" "api_key=$api_key"; do
-    printf '%s\n' "${kv#*=}" | HOME="$TEST_HOME" "$PADDOCK" secret set "${kv%%=*}" >/dev/null
-done
+set_secret feishu_app_id cli_paddocktest
+set_secret feishu_app_secret "$app_secret"
+set_secret feishu_user_refresh "$first_refresh"
+set_secret api_key "$api_key"
 
 cat >"$T/all.yaml" <<EOF2
 version: 1

@@ -18,9 +18,6 @@ first_refresh="ur-first-$RANDOM$RANDOM$RANDOM"
 # 0.3 s at the server, so that two sessions' refreshes would overlap without the lock.
 start_fake_feishu "$app_secret" --refresh-token "$first_refresh" --user-expire 3 --refresh-delay 0.3
 
-set_secret() { # set_secret NAME VALUE
-    printf '%s\n' "$2" | HOME="$TEST_HOME" "$PADDOCK" secret set "$1" >/dev/null
-}
 set_secret feishu_app_id cli_paddocktest
 set_secret feishu_app_secret "$app_secret"
 set_secret feishu_user_refresh "$first_refresh"
