@@ -363,6 +363,12 @@ static int build_config(run_state *st, pdk_error *err)
     cfg->tcp_connect = pol->tcp_connect;
     cfg->tcp_connect_count = pol->tcp_connect_count;
     cfg->nested_userns = pol->nested_userns;
+    if (pol->nested_userns && geteuid() == 0)
+        pdk_warn("sandbox.nested_userns: paddock runs as root, so the command is root inside "
+                 "without capabilities, and Linux maps no ids in a user namespace such a "
+                 "process makes (that needs CAP_SETFCAP): nested sandboxes (bubblewrap) fail "
+                 "with \"setting up uid map\"; run paddock as a regular user, or turn the "
+                 "agent's own sandbox off (docs/policy.md, \"Nested sandboxes\")");
     cfg->memory_bytes = pol->memory_bytes;
     cfg->pids = pol->pids;
     cfg->cpu_millicores = pol->cpu_millicores;
