@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -948,6 +949,20 @@ static bool connect_allowed(void *arg, pid_t pid)
     return true;
 }
 
+/* Whether pid's stderr is a terminal (a tty or a pty's slave). */
+static bool stderr_is_terminal(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/fd/2", (int)pid);
+    struct stat sb;
+    if (stat(path, &sb) < 0 || !S_ISCHR(sb.st_mode))
+        return false;
+    unsigned major_number = major(sb.st_rdev);
+    /* the console and virtual terminals (4, 5), pty slaves (136-143), BSD ptys (3) */
+    return major_number == 3 || major_number == 4 || major_number == 5 ||
+           (major_number >= 136 && major_number <= 143);
+}
+
 static void note_refusal(exec_watch *w, pid_t pid, const char *line, const char *message)
 {
     pthread_mutex_lock(&w->lock);
@@ -983,6 +998,8 @@ static void finish_ask(exec_watch *w, size_t i, bool allow, json_t *event, const
      * directory of PATH) is judged on the listener's thread as soon as this one fails. */
     if (!allow)
         note_refusal(w, p->pid, p->line, message);
+    if (pdk_notices_held() && stderr_is_terminal(p->pid))
+        message = NULL; /* the terminal a command that owns it draws on */
     pdk_exec_listener_answer(w->listener, p->token, p->pid, allow, message);
     free(p->line);
     w->pending[i] = w->pending[--w->npending];
@@ -1046,6 +1063,8 @@ static pdk_exec_answer judge_exec(void *arg, pdk_exec_request *req, char *messag
         if (strcmp(line, w->refused_line) == 0) {
             snprintf(message, message_size, "%s", w->refused_message);
             pthread_mutex_unlock(&w->lock);
+            if (pdk_notices_held() && stderr_is_terminal(req->pid))
+                message[0] = '\0';
             return PDK_EXEC_DENY;
         }
     }
@@ -1074,12 +1093,20 @@ static pdk_exec_answer judge_exec(void *arg, pdk_exec_request *req, char *messag
         return PDK_EXEC_DENY;
     }
     switch (v.decision) {
-    case PDK_DECISION_DENY:
+    case PDK_DECISION_DENY: {
         snprintf(message, message_size, "paddock: denied by the policy: %s (%s)\n", v.reason, how);
         if (!line)
             line = argv_line(req->argv);
         note_refusal(w, req->pid, line, message);
+        bool quiet = v.rule >= 0 && st->policy->commands.rules[v.rule].quiet;
+        pdk_notice(PDK_NOTICE_EXEC_REFUSED, quiet ? PDK_NOTICE_QUIET : 0,
+                   "refused: `%s` (pid %d): %s (%s)", line, (int)req->pid, v.reason, how);
+        /* The process is told on its stderr, unless that is the terminal a command that
+         * owns it draws on (the notice is aside then). */
+        if (pdk_notices_held() && stderr_is_terminal(req->pid))
+            message[0] = '\0';
         return PDK_EXEC_DENY;
+    }
     case PDK_DECISION_CONFINE: {
         /* Inside a running sandbox: no network for it and its descendants (their connects
          * are refused); its writes stay in the session layer. */
@@ -1140,10 +1167,10 @@ static pdk_exec_answer ask_exec(void *arg, pdk_exec_listener *listener, pdk_exec
     p->deadline_ns =
         pdk_now_monotonic_ns() + (uint64_t)st->policy->approval_timeout_seconds * 1000000000ULL;
     p->line = argv_line(req->argv);
-    fprintf(stderr,
-            "paddock: approval %s: `%s` (pid %d) needs a human (%s: %s); answer with paddock "
-            "approve %s, or paddock deny %s\n",
-            a.id, p->line, (int)req->pid, how, v.reason, a.id, a.id);
+    pdk_notice(PDK_NOTICE_APPROVAL, PDK_NOTICE_PRINT,
+               "approval %s: `%s` (pid %d) needs a human (%s: %s); answer with paddock approve "
+               "%s, or paddock deny %s",
+               a.id, p->line, (int)req->pid, how, v.reason, a.id, a.id);
     pdk_approval_clear(&a);
     arm_poll(w);
     return PDK_EXEC_PENDING;
@@ -1309,8 +1336,21 @@ int pdk_run(const pdk_run_options *given, pdk_run_report *report, pdk_error *err
         goto out;
     pdk_trace("config built");
 
+    /* While the command runs, paddock's notices go where the options say (log.h). */
+    char *notice_path = NULL;
+    if (pdk_notices_begin(st.state_dir, st.session->id, opt->notices, &notice_path, err) < 0)
+        goto out;
+    report->notice_route = opt->notices;
+    if (opt->notices == PDK_NOTICES_ASIDE)
+        fprintf(stderr,
+                "paddock: the command has the terminal: paddock's messages go to %s while it "
+                "runs (follow them with paddock approvals --watch), and a summary at the end\n",
+                notice_path);
+    free(notice_path);
     pdk_sandbox_result result;
-    if (pdk_sandbox_run(&st.cfg, &result, err) < 0)
+    int sandbox_ran = pdk_sandbox_run(&st.cfg, &result, err);
+    pdk_notices_end(&report->notices);
+    if (sandbox_ran < 0)
         goto out;
     report->exit_status = result.exit_status;
     pdk_trace("sandbox ended");
