@@ -28,13 +28,7 @@ chmod 0644 "$UT/nested.yaml" "$UT/plain.yaml"
 
 # urun ARGS...: paddock as the user; sets RC, OUT, ERR.
 urun() {
-    _last_cmd="(uid $U) paddock $(printf '%q ' "$@")"
-    (cd "$UT/ws" && timeout -k 5 60 setpriv --reuid=$U --regid=$U --clear-groups \
-        env HOME="$UT/home" PADDOCK_STATE_DIR="$UT/state" PATH="$SANDBOX_PATH" \
-        "$PADDOCK" "$@") </dev/null >"$T/.out" 2>"$T/.err"
-    RC=$?
-    OUT=$(cat "$T/.out")
-    ERR=$(cat "$T/.err")
+    as_user "$U" "$UT/ws" "$UT/home" "$UT/state" "$@"
 }
 
 # The flags Codex's linux sandbox gives bubblewrap (codex-rs/linux-sandbox/src/bwrap.rs):

@@ -49,35 +49,13 @@ curl -s -o /dev/null -w 'denied.test %{http_code}\n' http://denied.test/after
 echo agent done
 EOF
 
-# pty_run OUTPUT ARGS...: ARGS on a new pty (stdin, stdout and stderr, its controlling
-# terminal), everything written to the terminal into OUTPUT; exits with the command's status.
-pty_run() {
-    "$PYTHON" - "$@" <<'EOF'
-import os, pty, sys
-out = open(sys.argv[1], "wb")
-pid, fd = pty.fork()
-if pid == 0:
-    os.execvp(sys.argv[2], sys.argv[2:])
-while True:
-    try:
-        data = os.read(fd, 4096)
-    except OSError:
-        break
-    if not data:
-        break
-    out.write(data)
-    out.flush()
-_, status = os.waitpid(pid, 0)
-sys.exit(os.waitstatus_to_exitcode(status))
-EOF
-}
-
-# tty_paddock OUTPUT ARGS...: paddock run ARGS on a pty of its own, in $WS.
+# tty_paddock OUTPUT ARGS...: paddock run ARGS on a pty of its own (stdin, stdout, stderr
+# and controlling terminal), from $WS; what it wrote to the terminal in OUTPUT.
 tty_paddock() {
     local out="$1"
     shift
-    (cd "$WS" && pty_run "$out" env HOME="$TEST_HOME" PATH="$SANDBOX_PATH" LANG="$SANDBOX_LANG" \
-        timeout -k 5 120 "$PADDOCK" run "$@")
+    (cd "$WS" && with_pty env HOME="$TEST_HOME" PATH="$SANDBOX_PATH" LANG="$SANDBOX_LANG" \
+        timeout -k 5 120 "$PADDOCK" run "$@") >"$out"
 }
 
 # The watcher first: it prints pending approvals (from the store) and, as they happen, the
@@ -126,7 +104,7 @@ expect_no_match "the watcher shows no raw escape" $'\033' "$WATCHED"
 
 wait "$PTY_PID"
 expect_eq "the command ends as it would" 0 $?
-TTY=$(tr -d '\r' <"$T/tty.out")
+TTY=$(cat "$T/tty.out")
 expect_match "the command ran to its end" 'agent done' "$TTY"
 expect_match "the gateway refused the request" 'denied.test 403' "$TTY"
 running=$(printf '%s\n' "$TTY" | sed -n '/^paddock: the command has the terminal/,/^agent done/p')
@@ -148,7 +126,7 @@ expect_eq "with quiet rules, the command ends as it would" 0 $?
 watch_until 'denied\.test:80/after'
 expect_eq "the watcher shows the refusal that is not quiet" 0 $?
 expect_no_match "and not the quiet ones" 'telemetry|quietly' "$WATCHED"
-TTY=$(tr -d '\r' <"$T/tty2.out")
+TTY=$(cat "$T/tty2.out")
 expect_match "the gateway refused every request" $'telemetry.test 403\ndenied.test 403' "$TTY"
 expect_match "the summary counts the quiet refusals apart" \
     'paddock: while it ran: 1 request refused, 2 quiet refusals; see them with' "$TTY"
