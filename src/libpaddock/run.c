@@ -14,6 +14,7 @@
 #include "redact.h"
 #include "sandbox.h"
 #include "vault.h"
+#include "visibility.h"
 #include "statedir.h"
 
 #include <errno.h>
@@ -118,35 +119,6 @@ static char **homes_of(const run_state *st)
     if (pw && !pdk_strv_contains(homes, pw))
         pdk_strv_push(&homes, pw);
     return homes;
-}
-
-static bool is_credential_location(const run_state *st, const char *path)
-{
-    char **homes = st->homes;
-    for (size_t h = 0; homes[h]; h++) {
-        for (size_t i = 0; pdk_builtin_hidden_home[i]; i++) {
-            _cleanup_free_ char *hidden = pdk_path_join(homes[h], pdk_builtin_hidden_home[i]);
-            if (pdk_path_is_within(path, hidden))
-                return true;
-        }
-    }
-    for (size_t i = 0; st->policy->read_deny && st->policy->read_deny[i]; i++)
-        if (pdk_path_is_within(path, st->policy->read_deny[i]))
-            return true;
-    return pdk_path_is_within(path, st->state_dir);
-}
-
-/* Hide path, and also where it really is when it exists through a symlink (only then is
- * realpath, a walk of every component, worth its cost). */
-static void add_hidden(char ***list, const char *path)
-{
-    pdk_strv_push(list, path);
-    struct stat sb;
-    if (lstat(path, &sb) < 0)
-        return;
-    char real[PATH_MAX];
-    if (realpath(path, real) && strcmp(real, path) != 0)
-        pdk_strv_push(list, real);
 }
 
 static int resolve_workspace(run_state *st, pdk_error *err)
@@ -287,11 +259,18 @@ static int build_config(run_state *st, pdk_error *err)
     _cleanup_free_ char *cwd = getcwd(NULL, 0);
     cfg->cwd = xstrdup(cwd && pdk_path_is_within(cwd, st->workspace) ? cwd : st->workspace);
 
+    /* Hidden: the credential list, read_deny, the state dir (also where they really are,
+     * when they are symlinks). */
+    cfg->hide_paths = pdk_hidden_paths(st->homes, pol, st->state_dir);
+
     /* Binds: what the policy grants, minus credential locations listed by mistake. */
     for (int pass = 0; pass < 2; pass++) {
         char **list = pass == 0 ? pol->read_allow : pol->write;
         for (size_t i = 0; list && list[i]; i++) {
-            if (is_credential_location(st, list[i])) {
+            bool hidden = false;
+            for (size_t h = 0; cfg->hide_paths[h] && !hidden; h++)
+                hidden = pdk_path_is_within(list[i], cfg->hide_paths[h]);
+            if (hidden) {
                 pdk_warn("%s is a credential location and stays hidden (remove it from the "
                          "policy's filesystem.%s)",
                          list[i], pass == 0 ? "read_allow" : "write");
@@ -310,19 +289,6 @@ static int build_config(run_state *st, pdk_error *err)
             b->writable = pass == 1;
         }
     }
-
-    /* Hidden: the credential list, read_deny, the state dir (also where they really are,
-     * when they are symlinks). */
-    char **homes = st->homes;
-    for (size_t h = 0; homes[h]; h++) {
-        for (size_t i = 0; pdk_builtin_hidden_home[i]; i++) {
-            _cleanup_free_ char *p = pdk_path_join(homes[h], pdk_builtin_hidden_home[i]);
-            add_hidden(&cfg->hide_paths, p);
-        }
-    }
-    for (size_t i = 0; pol->read_deny && pol->read_deny[i]; i++)
-        add_hidden(&cfg->hide_paths, pol->read_deny[i]);
-    add_hidden(&cfg->hide_paths, st->state_dir);
 
     /* Protected: the built-in list and the policy's, in the workspace and in every writable
      * bind; the workspace-relative ones are recorded for commit. */
@@ -388,6 +354,61 @@ static int build_config(run_state *st, pdk_error *err)
     pdk_environ_extra extra = {.home = st->home, .pwd = cfg->cwd, .session = st->session->id};
     cfg->envp = pdk_environ_build(environ, pol, &extra);
     return 0;
+}
+
+/* What of the host the sandbox of cfg sees (v's lists are cfg's; *shown is new). */
+static void sandbox_visibility(const pdk_sandbox_config *cfg, pdk_visibility *v, char ***shown)
+{
+    *shown = xcalloc(1, sizeof(char *));
+    if (cfg->workspace)
+        pdk_strv_push(shown, cfg->workspace);
+    for (size_t i = 0; i < cfg->bind_count; i++)
+        pdk_strv_push(shown, cfg->binds[i].target);
+    *v = (pdk_visibility){.home = cfg->home,
+                          .shown = *shown,
+                          .hidden = cfg->hide_paths,
+                          .privileged = geteuid() == 0};
+}
+
+/* The command where the host finds it, when the sandbox does not see it there (a pyenv
+ * shim under ~, a tool in /tmp): said now when another of its name runs instead, else kept
+ * in hint for the end (the command is not found: 127). */
+static void check_command_visible(const run_state *st, char *hint, size_t hint_size)
+{
+    const pdk_sandbox_config *cfg = &st->cfg;
+    const char *name = st->opt->argv[0];
+    const char *path_value = "/usr/local/bin:/usr/bin:/bin"; /* as init's, when none */
+    for (size_t i = 0; cfg->envp && cfg->envp[i]; i++)
+        if (strncmp(cfg->envp[i], "PATH=", 5) == 0 && cfg->envp[i][5])
+            path_value = cfg->envp[i] + 5;
+    _cleanup_free_ char *host = NULL;
+    struct stat sb;
+    if (strchr(name, '/')) {
+        host = name[0] == '/' ? xstrdup(name) : pdk_path_join(cfg->cwd, name);
+        if (stat(host, &sb) < 0)
+            return; /* missing on the host too */
+    } else if (!pdk_path_lookup(path_value, name, cfg->cwd, NULL, &host)) {
+        return;
+    }
+    _cleanup_strv_ char **shown = NULL;
+    pdk_visibility v;
+    sandbox_visibility(cfg, &v, &shown);
+    char why[600];
+    pdk_unseen unseen = pdk_visibility_check(&v, host, why, sizeof(why));
+    if (unseen == PDK_SEEN)
+        return;
+    _cleanup_free_ char *advice = pdk_visibility_advice(&v, unseen, host);
+    _cleanup_free_ char *inside = NULL;
+    if (!strchr(name, '/') && pdk_path_lookup(path_value, name, cfg->cwd, &v, &inside))
+        pdk_warn("%s is %s here, but the sandbox does not see it (%s): %s runs instead (to run "
+                 "the same one, %s)",
+                 name, host, why, inside, advice);
+    else if (strchr(name, '/'))
+        snprintf(hint, hint_size, "%s is on the host, but the sandbox does not see it (%s): %s",
+                 host, why, advice);
+    else
+        snprintf(hint, hint_size, "%s is %s on the host, but the sandbox does not see it (%s): %s",
+                 name, host, why, advice);
 }
 
 /* The sockets init made, on the supervisor's loop: the gateway serves them. */
@@ -1334,6 +1355,8 @@ int pdk_run(const pdk_run_options *given, pdk_run_report *report, pdk_error *err
         st.cfg.no_loopback = true;
     if (st.policy->network.enabled && !st.cfg.no_loopback && setup_egress(&st, err) < 0)
         goto out;
+    char unseen_hint[sizeof(report->hint)] = "";
+    check_command_visible(&st, unseen_hint, sizeof(unseen_hint));
     pdk_trace("config built");
 
     /* While the command runs, paddock's notices go where the options say (log.h). */
@@ -1365,6 +1388,9 @@ int pdk_run(const pdk_run_options *given, pdk_run_report *report, pdk_error *err
     report->timed_out = result.timed_out;
     report->timeout_seconds = st.cfg.timeout_seconds;
     snprintf(report->message, sizeof(report->message), "%s", result.message);
+    if (!result.started &&
+        (result.exit_status == PDK_EXIT_NOT_FOUND || result.exit_status == PDK_EXIT_CANNOT_EXECUTE))
+        snprintf(report->hint, sizeof(report->hint), "%s", unseen_hint);
 
     /* Every process of the sandbox is dead; its init may still be exiting while this
      * runs (pdk_sandbox_result_free reaps it). */

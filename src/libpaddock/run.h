@@ -50,8 +50,9 @@ typedef struct pdk_run_report {
     /* While it ran: what was refused and asked (execs, requests, approvals, warnings). */
     pdk_notice_counts notices;
     pdk_notice_route notice_route;
-    /* The command was not found in the sandbox (127) though the host has it, or a PATH
-     * entry the sandbox cannot see: one line saying why and how to fix it; "" when none. */
+    /* The command could not be found or executed in the sandbox (127, 126) though the host
+     * has it, in a place the sandbox does not see: one line saying why and how to fix it;
+     * "" when none. */
     char hint[1024];
 } pdk_run_report;
 
