@@ -411,6 +411,32 @@ static void check_command_visible(const run_state *st, char *hint, size_t hint_s
                  name, host, why, advice);
 }
 
+/* Whether path or argv0 names an agent's own sandbox that makes namespaces: bubblewrap,
+ * or Codex's linux sandbox (a bubblewrap of its own, called by that name). */
+static bool is_nested_sandbox(const char *path, const char *argv0)
+{
+    static const char *const names[] = {"bwrap", "codex-linux-sandbox"};
+    for (size_t n = 0; n < 2; n++) {
+        const char *name = n == 0 ? path : argv0;
+        const char *base = name ? strrchr(name, '/') : NULL;
+        base = base ? base + 1 : name;
+        for (size_t i = 0; base && i < sizeof(names) / sizeof(names[0]); i++)
+            if (strcmp(base, names[i]) == 0)
+                return true;
+    }
+    return false;
+}
+
+/* Said once a run: such a sandbox fails here, and why (docs/policy.md, Nested sandboxes). */
+static void say_nested_sandbox(const run_state *st, const char *what)
+{
+    pdk_warn("%s makes namespaces of its own, which this policy refuses (sandbox.nested_userns "
+             "is off): its sandbox fails, and so do the commands it runs; set nested_userns: "
+             "true and run paddock as a regular user, or turn the agent's own sandbox off "
+             "(docs/policy.md, \"Nested sandboxes\")",
+             what);
+}
+
 /* The sockets init made, on the supervisor's loop: the gateway serves them. */
 static void serve_gateway(void *arg, struct event_base *base, pid_t init_pid,
                           const pdk_egress_socket *socks, size_t count)
@@ -913,7 +939,8 @@ typedef struct exec_watch {
     run_state *st;
     pthread_mutex_t lock;
     pdk_exec_handler handler;
-    bool first_seen; /* the command's own exec, judged before the sandbox was made */
+    bool first_seen;  /* the command's own exec, judged before the sandbox was made */
+    bool nested_said; /* an agent's own sandbox was said to need nested_userns */
     pdk_exec_listener *listener;
     pdk_store *store; /* for approvals, opened at the first ask */
     pending_ask *pending;
@@ -1092,6 +1119,13 @@ static pdk_exec_answer judge_exec(void *arg, pdk_exec_request *req, char *messag
     pthread_mutex_unlock(&w->lock);
     pdk_command_verdict v;
     pdk_command_rules_judge(&st->policy->commands, req->argv, &v);
+    if (!st->policy->nested_userns && !w->nested_said &&
+        is_nested_sandbox(req->path, req->argv[0])) {
+        w->nested_said = true;
+        _cleanup_free_ char *what =
+            xasprintf("%s (pid %d)", req->argv[0] ? req->argv[0] : req->path, (int)req->pid);
+        say_nested_sandbox(st, what);
+    }
     /* A path that does not exist (a shell trying each directory of PATH) is failed as the
      * kernel would fail it, without asking or recording: answered here, so that a file made
      * in between never runs unjudged. Looked at only when it matters. */
@@ -1357,6 +1391,8 @@ int pdk_run(const pdk_run_options *given, pdk_run_report *report, pdk_error *err
         goto out;
     char unseen_hint[sizeof(report->hint)] = "";
     check_command_visible(&st, unseen_hint, sizeof(unseen_hint));
+    if (!st.policy->nested_userns && is_nested_sandbox(opt->argv[0], opt->argv[0]))
+        say_nested_sandbox(&st, opt->argv[0]);
     pdk_trace("config built");
 
     /* While the command runs, paddock's notices go where the options say (log.h). */

@@ -24,7 +24,12 @@ sandbox:
 write_policy "$UT/plain.yaml" "version: 1
 filesystem:
   read_deny: [$UT/hidden]"
-chmod 0644 "$UT/nested.yaml" "$UT/plain.yaml"
+# With a command rule, every exec inside is seen (an agent's bwrap included).
+write_policy "$UT/rules.yaml" "version: 1
+commands:
+  rules:
+    - {match: [shutdown], decision: deny}"
+chmod 0644 "$UT/nested.yaml" "$UT/plain.yaml" "$UT/rules.yaml"
 
 # urun ARGS...: paddock as the user; sets RC, OUT, ERR.
 urun() {
@@ -56,6 +61,17 @@ urun run --policy "$UT/plain.yaml" -- bwrap --unshare-all --die-with-parent --ro
 expect_ne "without nested_userns, bubblewrap is refused" 0 "$RC"
 expect_match "and it says that no namespace could be made" 'No permissions to create new namespace' \
     "$ERR"
+expect_match "paddock says why, and what to do, in one line" \
+    'paddock: warning: bwrap makes namespaces of its own, which this policy refuses \(sandbox.nested_userns is off\): .*set nested_userns: true and run paddock as a regular user, or turn the agent.s own sandbox off' \
+    "$ERR"
+printf 'bwrap --unshare-all --die-with-parent --ro-bind / / -- true\necho after: $?\n' >"$UT/ws/agent.sh"
+chown "$U:$U" "$UT/ws/agent.sh"
+urun run --policy "$UT/rules.yaml" -- sh agent.sh
+expect_eq "an agent's bwrap inside fails without the flag" "after: 1" "$OUT"
+expect_match "and paddock names it when it runs" \
+    'paddock: warning: bwrap \(pid [0-9]+\) makes namespaces of its own, which this policy refuses' \
+    "$ERR"
+expect_eq "once a run" 1 "$(printf '%s\n' "$ERR" | grep -c 'makes namespaces of its own')"
 
 # rtnetlink, which bwrap needs for its loopback: allowed with the flag, and only
 # NETLINK_ROUTE; no netlink at all without it.
