@@ -218,16 +218,18 @@ json_t *pdk__gw_done_event(gw_conn *c)
 bool pdk__gw_refusal_quiet(gw_conn *c)
 {
     const pdk_net_rules *rules = &c->g->policy->network;
-    pdk_net_verdict v = c->verdict;
-    if (v.rule < 0 && c->host) {
-        bool connect = !c->req || !c->req->method || c->req->method_id == HTTP_CONNECT;
-        pdk_net_request nr = {.scheme = c->req ? c->req->scheme : NULL,
-                              .host = c->host,
-                              .port = c->port,
-                              .method = connect ? NULL : c->req->method,
-                              .path = connect ? NULL : c->path};
-        pdk_net_rules_judge(c->g->rules, &nr, &v);
-    }
+    if (!c->host)
+        return false;
+    /* Judged again: a refusal may come before the rules (a placeholder toward the host),
+     * when the connection's verdict is still the last request's. */
+    bool connect = !c->req || !c->req->method || c->req->method_id == HTTP_CONNECT;
+    pdk_net_request nr = {.scheme = c->req ? c->req->scheme : NULL,
+                          .host = c->host,
+                          .port = c->port,
+                          .method = connect ? NULL : c->req->method,
+                          .path = connect ? NULL : c->path};
+    pdk_net_verdict v;
+    pdk_net_rules_judge(c->g->rules, &nr, &v);
     return v.rule >= 0 && (size_t)v.rule < rules->count &&
            rules->rules[v.rule].decision == PDK_DECISION_DENY && rules->rules[v.rule].quiet;
 }
