@@ -206,7 +206,8 @@ def main():
                                 % (http_port, http_port))
             out.write(text + "credentials:\n  - {name: bench, provider: static, value: "
                       "{secret: bench_token}, hosts: [up.test], inject: {header: Authorization, "
-                      "value: \"Bearer {token}\"}, placeholder: {env: BENCH_TOKEN}}\n")
+                      "value: \"Bearer {token}\"}, replace_in_headers: [X-Token], "
+                      "allow_plain_http: true, placeholder: {env: BENCH_TOKEN}}\n")
         subprocess.run([paddock, "secret", "set", "bench_token"], input="t-bench-" + "x" * 40,
                        env=env, text=True, check=True, capture_output=True)
 

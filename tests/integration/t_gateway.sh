@@ -477,7 +477,9 @@ credentials:
     value: {secret: api_token}
     hosts: [api.test]
     inject: {header: Authorization, value: "Bearer {token}"}
+    replace_in_headers: [X-Api-Key]
     placeholder: {env: API_TOKEN, file: ~/.config/api/token}
+    allow_plain_http: true
 EOF2
 : >"$T/upstream.log"
 cat >"$WS/cred.sh" <<'EOF2'
@@ -584,12 +586,15 @@ credentials:
     value: {secret: api_token}
     hosts: [api.test]
     placeholder: {env: API_TOKEN}
+    replace_in_headers: [X-Api-Key]
+    allow_plain_http: true
   - name: form
     provider: static
     value: {secret: api_token}
     hosts: [form.test]
     placeholder: {env: FORM_TOKEN}
     replace_in_body: true
+    allow_plain_http: true
 EOF2
 : >"$T/upstream.log"
 cat >"$WS/body.sh" <<'EOF2'
