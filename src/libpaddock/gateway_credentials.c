@@ -90,6 +90,8 @@ static void refuse_exfiltration(gw_conn *c, const pdk_gateway_credential *gc, co
 {
     char how[96];
     pdk_placeholder_found_describe(found, how, sizeof(how));
+    /* (refused before any rule: none decided it) */
+    c->verdict = (pdk_net_verdict){PDK_DECISION_DENY, PDK_NET_DECIDED, -1, ""};
     json_t *ev = pdk__gw_request_event(c, "");
     json_object_set_new(ev, "credential", json_string(gc->policy->name));
     json_object_set_new(ev, "found_in", json_string(where));
@@ -100,7 +102,6 @@ static void refuse_exfiltration(gw_conn *c, const pdk_gateway_credential *gc, co
             "paddock: blocked: a request to %s carried the placeholder of credential %s (in its "
             "%s, %s), which is bound to other hosts\n",
             host, gc->policy->name, where, how);
-    c->verdict.decision = PDK_DECISION_DENY;
     _cleanup_free_ char *why =
         xasprintf("the request carries the placeholder of credential %s, which may only go "
                   "to its own hosts",
@@ -179,7 +180,7 @@ bool pdk__gw_check_placeholders(gw_conn *c)
     if (c->g->credential_count == 0)
         return true;
     if (scan_string(c, h->target, &found))
-        where = xstrdup("URL");
+        where = xstrdup(h->method_id == HTTP_CONNECT ? "destination" : "URL");
     /* field names one by one; the values as one text, in order, as an upstream that joins
      * them would read them (a placeholder cut in two across two fields is found) */
     for (size_t k = 0; !where && k < h->header_count; k++)
