@@ -2022,7 +2022,13 @@ static void credential(parse_state *st, const char *field, yaml_node_t *n)
             const char *h = iv[0] ? scalar_text(st, fh, iv[0], "a header name") : NULL;
             const char *val = iv[1] ? scalar_text(st, fv, iv[1], "a value with {token}") : NULL;
             bool name_ok = header_name_ok(h) && !header_is_framing(h);
-            if (!name_ok) {
+            if (!name_ok && header_name_ok(h)) {
+                diag_node(st, iv[0],
+                          "%s: %s frames or routes the request and cannot carry a "
+                          "credential (e.g. Authorization)",
+                          fh, h);
+                ok = false;
+            } else if (!name_ok) {
                 diag_node(st, iv[0] ? iv[0] : v[K_INJECT],
                           "%s: give the header to set, e.g. Authorization", fh);
                 ok = false;
@@ -2116,10 +2122,9 @@ static void credential(parse_state *st, const char *field, yaml_node_t *n)
     }
     if (!v[K_PLACEHOLDER] && (v[K_FIELDS] || c.replace_in_body)) {
         diag_node(st, v[K_FIELDS] ? v[K_FIELDS] : v[K_BODY],
-                  "%s: %s replaces the sandbox's placeholder, and the credential gives the "
-                  "sandbox none (add \"placeholder\")",
-                  v[K_FIELDS] ? f_K_FIELDS : f_K_BODY,
-                  v[K_FIELDS] ? "replace_in_headers" : "replace_in_body");
+                  "%s: what is replaced is the sandbox's placeholder, and the credential gives "
+                  "the sandbox none (add \"placeholder\")",
+                  v[K_FIELDS] ? f_K_FIELDS : f_K_BODY);
         ok = false;
     }
     if (!ok) {
