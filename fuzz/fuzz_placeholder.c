@@ -10,6 +10,7 @@
 #include "placeholder_scan.h"
 #include "util.h"
 
+#include <sodium.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,19 +52,10 @@ static result scan(const char *a, size_t alen, const char *b, size_t blen)
 
 static void base64(pdk_buf *out, const char *in, bool url)
 {
-    const char *t = url ? "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
-                        : "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    size_t len = strlen(in);
-    for (size_t k = 0; k < len; k += 3) {
-        uint32_t w = (uint32_t)(unsigned char)in[k] << 16;
-        if (k + 1 < len)
-            w |= (uint32_t)(unsigned char)in[k + 1] << 8;
-        if (k + 2 < len)
-            w |= (unsigned char)in[k + 2];
-        char q[4] = {t[(w >> 18) & 63], t[(w >> 12) & 63], k + 1 < len ? t[(w >> 6) & 63] : '=',
-                     k + 2 < len ? t[w & 63] : '='};
-        pdk_buf_append(out, q, 4);
-    }
+    int variant = url ? sodium_base64_VARIANT_URLSAFE : sodium_base64_VARIANT_ORIGINAL;
+    char b64[256];
+    sodium_bin2base64(b64, sizeof(b64), (const unsigned char *)in, strlen(in), variant);
+    pdk_buf_puts(out, b64);
 }
 
 /* Placeholder PH1 written the way `how` says. */

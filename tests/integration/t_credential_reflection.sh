@@ -21,18 +21,6 @@ need_userns
 [ -e "$PADDOCK_BUILD/paddock-gateway.so" ] || bail_out "paddock-gateway.so is not built"
 
 feishu_certs api.test other.test open.feishu.cn
-start_upstream() { # start_upstream VAR ARGS...: upstream.py on 127.0.0.1, its port in VAR
-    local var=$1 fifo="$T/.upstream.$RANDOM"
-    shift
-    mkfifo "$fifo"
-    "$PYTHON" "$PADDOCK_TOP/tests/integration/upstream.py" "$@" >"$fifo" &
-    track_pid $!
-    local port=""
-    IFS= read -r -t 30 port <"$fifo"
-    rm -f "$fifo"
-    [ -n "$port" ] || bail_out "the test upstream did not start"
-    printf -v "$var" '%s' "$port"
-}
 start_upstream TLS_PORT --tls "$T/fs.pem" "$T/fs.key" --log "$T/up.log"
 start_upstream HTTP_PORT --log "$T/up.log"
 

@@ -19,20 +19,6 @@ need_userns
 [ -e "$PADDOCK_BUILD/paddock-gateway.so" ] || bail_out "paddock-gateway.so is not built"
 command -v curl >/dev/null || skip_all "curl is not installed"
 
-# start_upstream VAR [ARGS...]: upstream.py on 127.0.0.1; its port in VAR.
-start_upstream() {
-    local var=$1 fifo="$T/.upstream.$RANDOM"
-    shift
-    mkfifo "$fifo"
-    "$PYTHON" "$PADDOCK_TOP/tests/integration/upstream.py" "$@" >"$fifo" &
-    track_pid $!
-    local port=""
-    IFS= read -r -t 30 port <"$fifo"
-    rm -f "$fifo"
-    [ -n "$port" ] || bail_out "the test upstream did not start"
-    printf -v "$var" '%s' "$port"
-}
-
 start_upstream HTTP_PORT --log "$T/upstream.log"
 
 # A test CA and a certificate for secure.test, for the passthrough tunnel.

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <sodium.h>
 
 #define RANDOM "3f9a0c7e51b2d4f6a8c0e2b4d6f8a0c2e4b6d8f0a2c4e6b8"
 #define PH     "pdk-ph-" RANDOM
@@ -38,22 +39,10 @@ static int find(const pdk_placeholder_set *s, const char *text, pdk_placeholder_
 
 static char *base64(const char *in, bool url)
 {
-    const char *tbl = url ? "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
-                          : "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    size_t len = strlen(in), o = 0;
-    char *out = malloc(len * 2 + 8);
-    for (size_t k = 0; k < len; k += 3) {
-        uint32_t w = (uint32_t)(unsigned char)in[k] << 16;
-        if (k + 1 < len)
-            w |= (uint32_t)(unsigned char)in[k + 1] << 8;
-        if (k + 2 < len)
-            w |= (unsigned char)in[k + 2];
-        out[o++] = tbl[(w >> 18) & 63];
-        out[o++] = tbl[(w >> 12) & 63];
-        out[o++] = k + 1 < len ? tbl[(w >> 6) & 63] : '=';
-        out[o++] = k + 2 < len ? tbl[w & 63] : '=';
-    }
-    out[o] = '\0';
+    int variant = url ? sodium_base64_VARIANT_URLSAFE : sodium_base64_VARIANT_ORIGINAL;
+    size_t cap = sodium_base64_ENCODED_LEN(strlen(in), variant);
+    char *out = malloc(cap);
+    sodium_bin2base64(out, cap, (const unsigned char *)in, strlen(in), variant);
     return out;
 }
 
