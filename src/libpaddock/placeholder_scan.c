@@ -28,26 +28,48 @@ typedef struct slot {
     bool used;
 } slot;
 
+#define FILTER_BITS 18 /* 32 KiB: most runs' keys are no form's, and cost one bit */
+
 struct pdk_placeholder_set {
     form *forms;
     size_t form_count;
     slot *table;
     size_t capacity, used;
+    uint64_t filter[(1u << FILTER_BITS) / 64];
 };
+
+static uint64_t filter_bit(uint64_t key)
+{
+    return (key * 0xC2B2AE3D27D4EB4FULL) >> (64 - FILTER_BITS);
+}
+
+/* Whether key may be a form's (false: surely not). */
+static inline bool filtered(const pdk_placeholder_set *s, uint64_t key)
+{
+    uint64_t bit = filter_bit(key);
+    return s->filter[bit / 64] & (1ULL << (bit % 64));
+}
+
+/* A byte's value as a hex digit, and as a base64 character (either alphabet), plus one: 0
+ * when it is none. */
+static const uint8_t hex_digit[256] = {
+    ['0'] = 1,  ['1'] = 2,  ['2'] = 3,  ['3'] = 4,  ['4'] = 5,  ['5'] = 6,  ['6'] = 7,  ['7'] = 8,
+    ['8'] = 9,  ['9'] = 10, ['a'] = 11, ['b'] = 12, ['c'] = 13, ['d'] = 14, ['e'] = 15, ['f'] = 16,
+    ['A'] = 11, ['B'] = 12, ['C'] = 13, ['D'] = 14, ['E'] = 15, ['F'] = 16};
+static const uint8_t base64_char[256] = {
+    ['A'] = 1,  ['B'] = 2,  ['C'] = 3,  ['D'] = 4,  ['E'] = 5,  ['F'] = 6,  ['G'] = 7,  ['H'] = 8,
+    ['I'] = 9,  ['J'] = 10, ['K'] = 11, ['L'] = 12, ['M'] = 13, ['N'] = 14, ['O'] = 15, ['P'] = 16,
+    ['Q'] = 17, ['R'] = 18, ['S'] = 19, ['T'] = 20, ['U'] = 21, ['V'] = 22, ['W'] = 23, ['X'] = 24,
+    ['Y'] = 25, ['Z'] = 26, ['a'] = 27, ['b'] = 28, ['c'] = 29, ['d'] = 30, ['e'] = 31, ['f'] = 32,
+    ['g'] = 33, ['h'] = 34, ['i'] = 35, ['j'] = 36, ['k'] = 37, ['l'] = 38, ['m'] = 39, ['n'] = 40,
+    ['o'] = 41, ['p'] = 42, ['q'] = 43, ['r'] = 44, ['s'] = 45, ['t'] = 46, ['u'] = 47, ['v'] = 48,
+    ['w'] = 49, ['x'] = 50, ['y'] = 51, ['z'] = 52, ['0'] = 53, ['1'] = 54, ['2'] = 55, ['3'] = 56,
+    ['4'] = 57, ['5'] = 58, ['6'] = 59, ['7'] = 60, ['8'] = 61, ['9'] = 62, ['+'] = 63, ['-'] = 63,
+    ['/'] = 64, ['_'] = 64};
 
 static int sextet(unsigned char c)
 {
-    if (c >= 'A' && c <= 'Z')
-        return c - 'A';
-    if (c >= 'a' && c <= 'z')
-        return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-        return c - '0' + 52;
-    if (c == '+' || c == '-')
-        return 62;
-    if (c == '/' || c == '_')
-        return 63;
-    return -1;
+    return (int)base64_char[c] - 1;
 }
 
 /* A byte as its form's text has it: hex digits in lower case, base64 in the standard
@@ -89,6 +111,7 @@ static void slot_put(pdk_placeholder_set *s, uint64_t key, uint32_t form_index, 
         i = (i + 1) & (s->capacity - 1);
     s->table[i] = (slot){key, form_index, end, true};
     s->used++;
+    s->filter[filter_bit(key) / 64] |= 1ULL << (filter_bit(key) % 64);
 }
 
 /* The key of text[end - n, end): n hex digits or base64 characters. */
@@ -182,6 +205,8 @@ static bool lookup(pdk_placeholder_scan *sc, uint8_t alphabet, uint32_t key, uin
 {
     const pdk_placeholder_set *s = sc->set;
     uint64_t k = (uint64_t)alphabet << 32 | key;
+    if (!filtered(s, k))
+        return false;
     for (size_t i = slot_hash(k) & (s->capacity - 1); s->table[i].used;
          i = (i + 1) & (s->capacity - 1)) {
         const slot *sl = &s->table[i];
@@ -206,23 +231,22 @@ static bool lookup(pdk_placeholder_scan *sc, uint8_t alphabet, uint32_t key, uin
 }
 
 /* One byte, escapes decoded. */
-static bool take(pdk_placeholder_scan *sc, unsigned char c, uint8_t escapes,
-                 pdk_placeholder_found *found)
+static inline bool take(pdk_placeholder_scan *sc, unsigned char c, uint8_t escapes,
+                        pdk_placeholder_found *found)
 {
     sc->history[sc->count % PDK_PLACEHOLDER_HISTORY] = c;
     sc->history_escapes[sc->count % PDK_PLACEHOLDER_HISTORY] = escapes;
     sc->count++;
-    int v = pdk_hex_value(c);
-    if (v >= 0) {
+    unsigned v = hex_digit[c], x = base64_char[c];
+    if (v) {
         sc->hex_run++;
-        sc->hex_key = (sc->hex_key << 4) | (uint32_t)v;
+        sc->hex_key = (sc->hex_key << 4) | (v - 1);
     } else {
         sc->hex_run = 0;
     }
-    int x = sextet(c);
-    if (x >= 0) {
+    if (x) {
         sc->b64_run++;
-        sc->b64_key = ((sc->b64_key << 6) | (uint32_t)x) & 0x3fffffffu;
+        sc->b64_key = ((sc->b64_key << 6) | (x - 1)) & 0x3fffffffu;
     } else {
         sc->b64_run = 0;
     }
@@ -286,9 +310,49 @@ static bool feed_byte(pdk_placeholder_scan *sc, unsigned char c, pdk_placeholder
 bool pdk_placeholder_scan_feed(pdk_placeholder_scan *sc, const char *data, size_t len,
                                pdk_placeholder_found *found)
 {
-    for (size_t i = 0; i < len; i++)
-        if (feed_byte(sc, (unsigned char)data[i], found))
+    /* take() inline, its state in locals (through sc, every byte would be stores and loads),
+     * stored back before anything that reads it */
+    uint32_t count = sc->count, hex_run = sc->hex_run, b64_run = sc->b64_run;
+    uint32_t hex_key = sc->hex_key, b64_key = sc->b64_key;
+    const pdk_placeholder_set *s = sc->set;
+    bool any = s && s->capacity;
+#define STORE_BACK()                                                                               \
+    (sc->count = count, sc->hex_run = hex_run, sc->b64_run = b64_run, sc->hex_key = hex_key,       \
+     sc->b64_key = b64_key)
+#define LOAD()                                                                                     \
+    (count = sc->count, hex_run = sc->hex_run, b64_run = sc->b64_run, hex_key = sc->hex_key,       \
+     b64_key = sc->b64_key)
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)data[i];
+        if (sc->escape_len || c == '%' || c == '\\') {
+            STORE_BACK();
+            if (feed_byte(sc, c, found))
+                return true;
+            LOAD();
+            continue;
+        }
+        sc->history[count % PDK_PLACEHOLDER_HISTORY] = c;
+        sc->history_escapes[count % PDK_PLACEHOLDER_HISTORY] = 0;
+        count++;
+        unsigned v = hex_digit[c], x = base64_char[c];
+        hex_run = v ? hex_run + 1 : 0;
+        hex_key = (hex_key << 4) | (v ? v - 1 : 0);
+        b64_run = x ? b64_run + 1 : 0;
+        b64_key = ((b64_key << 6) | (x ? x - 1 : 0)) & 0x3fffffffu;
+        bool hex = any && hex_run >= PDK_PLACEHOLDER_FRAGMENT &&
+                   filtered(s, (uint64_t)ALPHABET_HEX << 32 | hex_key);
+        bool b64 = any && b64_run >= PDK_PLACEHOLDER_FRAGMENT_B64 &&
+                   filtered(s, (uint64_t)ALPHABET_BASE64 << 32 | b64_key);
+        if (!hex && !b64)
+            continue;
+        STORE_BACK();
+        if ((hex && lookup(sc, ALPHABET_HEX, hex_key, hex_run, found)) ||
+            (b64 && lookup(sc, ALPHABET_BASE64, b64_key, b64_run, found)))
             return true;
+    }
+    STORE_BACK();
+#undef STORE_BACK
+#undef LOAD
     return false;
 }
 

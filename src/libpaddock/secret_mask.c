@@ -86,7 +86,9 @@ typedef struct mask_entry {
     int label;
 } mask_entry;
 
-#define FILTER_BITS 65536
+/* A filter on the last 8 bytes of every key: most bytes of a body cost one multiply and one
+ * bit (32 KiB). */
+#define FILTER_LOG 18
 
 struct pdk_mask_set {
     mask_string *strings;
@@ -95,7 +97,7 @@ struct pdk_mask_set {
     size_t label_count;
     mask_entry *table;
     size_t capacity, used;
-    uint64_t filter[FILTER_BITS / 64];
+    uint64_t filter[(1u << FILTER_LOG) / 64];
     uint16_t short_lengths; /* bit L: a string of L < PDK_MASK_WINDOW bytes */
     bool has_window;        /* a string of PDK_MASK_WINDOW bytes or more */
     bool byte_in[256];      /* the bytes of every string */
@@ -104,6 +106,11 @@ struct pdk_mask_set {
 static uint64_t low_bytes(size_t n)
 {
     return n >= 8 ? ~0ULL : ((1ULL << (8 * n)) - 1);
+}
+
+static uint64_t filter_bit(uint64_t lo)
+{
+    return (lo * 0x9E3779B97F4A7C15ULL) >> (64 - FILTER_LOG);
 }
 
 static uint64_t key_hash(uint64_t hi, uint64_t lo, size_t len)
@@ -157,7 +164,7 @@ static void table_put(pdk_mask_set *m, uint64_t hi, uint64_t lo, size_t len, int
         if (!e->len) {
             *e = (mask_entry){hi, lo, (uint8_t)len, label};
             m->used++;
-            m->filter[(h >> 48) / 64] |= 1ULL << ((h >> 48) % 64);
+            m->filter[filter_bit(lo) / 64] |= 1ULL << (filter_bit(lo) % 64);
             return;
         }
     }
@@ -169,8 +176,6 @@ static int table_get(const pdk_mask_set *m, uint64_t hi, uint64_t lo, size_t len
     uint64_t khi, klo;
     key_of(hi, lo, len, &khi, &klo);
     uint64_t h = key_hash(khi, klo, len);
-    if (!(m->filter[(h >> 48) / 64] & (1ULL << ((h >> 48) % 64))))
-        return -1;
     for (size_t i = h & (m->capacity - 1);; i = (i + 1) & (m->capacity - 1)) {
         const mask_entry *e = &m->table[i];
         if (!e->len)
@@ -330,12 +335,13 @@ void pdk_mask_set_free(pdk_mask_set *m)
 
 /* The byte b comes after what hi:lo holds (seen bytes so far, b included): the length of a
  * fragment that ends with it (0: none), its label in *label. */
-static size_t step(const pdk_mask_set *m, uint64_t *hi, uint64_t *lo, uint64_t *seen,
-                   unsigned char b, int *label)
+static inline size_t step(const pdk_mask_set *m, uint64_t *hi, uint64_t *lo, uint64_t *seen,
+                          unsigned char b, int *label)
 {
     shift_in(hi, lo, b);
     (*seen)++;
-    if (!m->byte_in[b])
+    /* (every key is 8 bytes or more: its last 8 are the filter's) */
+    if (!m->byte_in[b] || !(m->filter[filter_bit(*lo) / 64] & (1ULL << (filter_bit(*lo) % 64))))
         return 0;
     if (m->has_window && *seen >= PDK_MASK_WINDOW &&
         (*label = table_get(m, *hi, *lo, PDK_MASK_WINDOW)) >= 0)
@@ -430,15 +436,18 @@ void pdk_mask_stream_feed(pdk_mask_stream *s, const char *data, size_t len, cons
         buf = s->work.data;
     }
     const char *p = data, *end = data + len;
+    /* (the state in locals: through s, every byte would be a store and a load) */
+    uint64_t hi = s->hi, lo = s->lo, seen = s->seen;
+    unsigned pos_next = s->pos_next;
     while (p && p < end) {
         const char *piece = NULL;
         bool trailer = false;
         size_t n = pdk_body_content_step(&s->content, &p, end, &piece, &trailer);
-        for (size_t i = 0; i < n; i++) {
-            size_t at = base + (size_t)(piece + i - data);
-            s->pos[s->pos_next++ % PDK_MASK_WINDOW] = at;
+        size_t at = base + (size_t)(piece - data);
+        for (size_t i = 0; i < n; i++, at++) {
+            s->pos[pos_next++ % PDK_MASK_WINDOW] = at;
             int label = -1;
-            size_t hit = step(m, &s->hi, &s->lo, &s->seen, (unsigned char)piece[i], &label);
+            size_t hit = step(m, &hi, &lo, &seen, (unsigned char)piece[i], &label);
             if (!hit)
                 continue;
             if (!buf) { /* from now on the output is a copy */
@@ -446,12 +455,17 @@ void pdk_mask_stream_feed(pdk_mask_stream *s, const char *data, size_t len, cons
                 buf = s->work.data;
             }
             for (size_t j = 1; j <= hit; j++)
-                buf[s->pos[(s->pos_next - j) % PDK_MASK_WINDOW]] = PDK_MASK_BYTE;
+                buf[s->pos[(pos_next - j) % PDK_MASK_WINDOW]] = PDK_MASK_BYTE;
             int *first = trailer ? &s->found_trailer : &s->found_body;
             if (*first < 0)
                 *first = label;
         }
     }
+    s->hi = hi;
+    s->lo = lo;
+    s->seen = seen;
+    s->pos_next = pos_next;
+    hi = lo = 0;
     size_t depth = hold_depth(m, s->hi, s->lo, s->seen);
     size_t emit = depth ? s->pos[(s->pos_next - depth) % PDK_MASK_WINDOW] : total;
     const char *from = buf ? buf : data; /* (nothing was held when buf is NULL) */
