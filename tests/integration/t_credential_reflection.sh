@@ -136,6 +136,7 @@ elif mode == "fields":
     ask("plain-http", "/v1/plain", [("X-Api-Key", ph)], scheme="http")
     ask("plain-http-none", "/v1/plain-none", scheme="http")
     ask("prefix", "/v1/prefix")
+    ask("prefix-elsewhere", "/v1/prefix-elsewhere", [("Authorization", "Bearer " + ph)], host="other.test")
     print("shape", ph[:8], len(ph) - 8)
 EOF
 
@@ -224,9 +225,11 @@ version: 1
 network:
   rules:
     - {host: api.test, decision: allow}
+    - {host: other.test, decision: allow}
   resolve:
     "api.test:443": "127.0.0.1:$TLS_PORT"
     "api.test:80": "127.0.0.1:$HTTP_PORT"
+    "other.test:443": "127.0.0.1:$TLS_PORT"
   upstream_ca: [$T/ca.pem]
 credentials:
   - name: api
@@ -252,6 +255,9 @@ expect_match "plain HTTP that carries no value of the credential: goes on" \
     '^== plain-http-none HTTP/1.1 200 OK' "$(first plain-http-none)"
 expect_eq "placeholder.prefix: the placeholder has the shape a client checks" "shape sk-proj- 48" \
     "$(printf '%s\n' "$OUT" | grep '^shape')"
+expect_match "... and toward another host it is refused like any placeholder" \
+    '^== prefix-elsewhere HTTP/1.1 403 Forbidden.*placeholder of credential api' \
+    "$(block prefix-elsewhere | tr '\n' ' ')"
 expect_eq "the real value is nowhere in what the sandbox saw" "" "$(leaks "$T/inject.out")"
 pdk audit --json
 expect_match "audit: where a placeholder went on unreplaced" \
