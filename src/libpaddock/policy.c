@@ -24,6 +24,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 #include <yaml.h>
 
@@ -1759,7 +1760,87 @@ static void credential_clear(pdk_credential *c)
     free(c->placeholder_env);
     free(c->placeholder_app_secret_env);
     free(c->placeholder_file);
+    free(c->placeholder_prefix);
+    pdk_strv_free(c->replace_in_headers);
     memset(c, 0, sizeof(*c));
+}
+
+/* A field name a credential can be set in: a token of letters, digits, '-' and '_'. */
+static bool header_name_ok(const char *h)
+{
+    bool ok = h && *h;
+    for (const char *p = h; ok && *p; p++)
+        ok = isalnum((unsigned char)*p) || *p == '-' || *p == '_';
+    return ok;
+}
+
+/* Fields that frame or route a request: never a credential's (the gateway would change what
+ * the request is). */
+static bool header_is_framing(const char *h)
+{
+    static const char *const names[] = {
+        "Host", "Content-Length", "Transfer-Encoding", "Connection",       "Upgrade",
+        "TE",   "Trailer",        "Keep-Alive",        "Proxy-Connection", "Expect"};
+    for (size_t i = 0; i < PDK_ARRAY_SIZE(names); i++)
+        if (strcasecmp(h, names[i]) == 0)
+            return true;
+    return false;
+}
+
+/* replace_in_headers: the field names; false after a diagnostic. */
+static bool credential_fields(parse_state *st, const char *field, yaml_node_t *n, char ***out)
+{
+    yaml_node_item_t *items;
+    size_t count = 0;
+    if (!list_items(st, field, n, &items, &count))
+        return false;
+    bool ok = true;
+    *out = xcalloc(1, sizeof(char *));
+    for (size_t i = 0; i < count; i++) {
+        _cleanup_free_ char *f = xasprintf("%s[%zu]", field, i);
+        yaml_node_t *item = node_at(st, items[i]);
+        const char *h = item ? scalar_text(st, f, item, "a header name") : NULL;
+        if (!h) {
+            ok = false;
+        } else if (!header_name_ok(h)) {
+            _cleanup_free_ char *q = quote_str(h);
+            diag_node(st, item, "%s: %s is not a header name (letters, digits, '-', '_')", f, q);
+            ok = false;
+        } else if (header_is_framing(h)) {
+            diag_node(st, item,
+                      "%s: %s frames or routes the request and cannot carry a credential "
+                      "(name the field the API reads its key from, e.g. X-Api-Key)",
+                      f, h);
+            ok = false;
+        } else {
+            pdk_strv_push(out, h);
+        }
+    }
+    if (count == 0) {
+        diag_node(st, n, "%s: give at least one header name, e.g. [X-Api-Key]", field);
+        ok = false;
+    }
+    return ok;
+}
+
+/* placeholder.prefix: what a placeholder starts with; NULL after a diagnostic. */
+static char *placeholder_prefix(parse_state *st, const char *field, yaml_node_t *n)
+{
+    const char *v = scalar_text(st, field, n, "a prefix such as \"sk-proj-\"");
+    if (!v)
+        return NULL;
+    bool ok = *v && strlen(v) <= 64;
+    for (const char *p = v; ok && *p; p++)
+        ok = isalnum((unsigned char)*p) || strchr("-_.~+/:", *p);
+    if (!ok) {
+        _cleanup_free_ char *q = quote_str(v);
+        diag_node(st, n,
+                  "%s: %s is not a prefix (1 to 64 letters, digits and '-', '_', '.', '~', '+', "
+                  "'/', ':')",
+                  field, q);
+        return NULL;
+    }
+    return xstrdup(v);
 }
 
 static void credential(parse_state *st, const char *field, yaml_node_t *n)
@@ -1777,7 +1858,9 @@ static void credential(parse_state *st, const char *field, yaml_node_t *n)
         K_HOSTS,
         K_INJECT,
         K_PLACEHOLDER,
+        K_FIELDS,
         K_BODY,
+        K_PLAIN_HTTP,
         K_COUNT
     };
     static const key_spec keys[] = {
@@ -1793,7 +1876,9 @@ static void credential(parse_state *st, const char *field, yaml_node_t *n)
         {"hosts", NULL},
         {"inject", NULL},
         {"placeholder", NULL},
+        {"replace_in_headers", NULL},
         {"replace_in_body", NULL},
+        {"allow_plain_http", NULL},
     };
     yaml_node_t *v[K_COUNT];
     if (!mapping_values(st, field, n, keys, K_COUNT, v))
@@ -1806,6 +1891,8 @@ static void credential(parse_state *st, const char *field, yaml_node_t *n)
     SUBFIELD(K_HOSTS);
     SUBFIELD(K_TOKEN_URL);
     SUBFIELD(K_BODY);
+    SUBFIELD(K_FIELDS);
+    SUBFIELD(K_PLAIN_HTTP);
 #undef SUBFIELD
     const char *name = v[K_NAME] ? scalar_text(st, f_K_NAME, v[K_NAME], "a name") : NULL;
     if (!v[K_NAME]) {
@@ -1928,10 +2015,14 @@ static void credential(parse_state *st, const char *field, yaml_node_t *n)
             _cleanup_free_ char *fv = xasprintf("%s.value", fi);
             const char *h = iv[0] ? scalar_text(st, fh, iv[0], "a header name") : NULL;
             const char *val = iv[1] ? scalar_text(st, fv, iv[1], "a value with {token}") : NULL;
-            bool name_ok = h && *h;
-            for (const char *p = h; name_ok && *p; p++)
-                name_ok = isalnum((unsigned char)*p) || *p == '-' || *p == '_';
-            if (!name_ok) {
+            bool name_ok = header_name_ok(h) && !header_is_framing(h);
+            if (!name_ok && header_name_ok(h)) {
+                diag_node(st, iv[0],
+                          "%s: %s frames or routes the request and cannot carry a "
+                          "credential (e.g. Authorization)",
+                          fh, h);
+                ok = false;
+            } else if (!name_ok) {
                 diag_node(st, iv[0] ? iv[0] : v[K_INJECT],
                           "%s: give the header to set, e.g. Authorization", fh);
                 ok = false;
@@ -1951,10 +2042,11 @@ static void credential(parse_state *st, const char *field, yaml_node_t *n)
     }
     /* placeholder */
     if (v[K_PLACEHOLDER]) {
-        static const key_spec pkeys[] = {{"env", NULL}, {"app_secret_env", NULL}, {"file", NULL}};
-        yaml_node_t *pv[3];
+        static const key_spec pkeys[] = {
+            {"env", NULL}, {"app_secret_env", NULL}, {"file", NULL}, {"prefix", NULL}};
+        yaml_node_t *pv[4];
         _cleanup_free_ char *fp = xasprintf("%s.placeholder", field);
-        if (!mapping_values(st, fp, v[K_PLACEHOLDER], pkeys, 3, pv)) {
+        if (!mapping_values(st, fp, v[K_PLACEHOLDER], pkeys, 4, pv)) {
             ok = false;
         } else {
             _cleanup_free_ char *fe = xasprintf("%s.env", fp);
@@ -1984,6 +2076,9 @@ static void credential(parse_state *st, const char *field, yaml_node_t *n)
                 else
                     ok = false;
             }
+            _cleanup_free_ char *fx = xasprintf("%s.prefix", fp);
+            if (pv[3] && !(c.placeholder_prefix = placeholder_prefix(st, fx, pv[3])))
+                ok = false;
             if (!pv[0] && !pv[1] && !pv[2]) {
                 diag_node(st, v[K_PLACEHOLDER],
                           "%s: say where the sandbox finds the "
@@ -2000,8 +2095,32 @@ static void credential(parse_state *st, const char *field, yaml_node_t *n)
                   field);
         ok = false;
     }
-    if (v[K_BODY] && !parse_bool(st, f_K_BODY, v[K_BODY], &c.replace_in_body))
+    bool body_ok = !v[K_BODY] || parse_bool(st, f_K_BODY, v[K_BODY], &c.replace_in_body);
+    if (!body_ok)
         ok = false;
+    if (v[K_FIELDS] && !credential_fields(st, f_K_FIELDS, v[K_FIELDS], &c.replace_in_headers))
+        ok = false;
+    if (v[K_PLAIN_HTTP] && !parse_bool(st, f_K_PLAIN_HTTP, v[K_PLAIN_HTTP], &c.allow_plain_http))
+        ok = false;
+    /* A placeholder is replaced only where the credential says: a credential that names no
+     * place would never put its value anywhere (the sandbox's placeholder would go on as
+     * it is), which is what an older policy relying on "replaced wherever it appears" would
+     * silently get. */
+    if (v[K_PLACEHOLDER] && !v[K_INJECT] && !v[K_FIELDS] && !c.replace_in_body && body_ok) {
+        diag_node(st, n,
+                  "%s: say where the placeholder is replaced by the value: \"inject\" (a "
+                  "header the gateway sets), \"replace_in_headers\" (e.g. [X-Api-Key]) or "
+                  "\"replace_in_body: true\"",
+                  field);
+        ok = false;
+    }
+    if (!v[K_PLACEHOLDER] && (v[K_FIELDS] || c.replace_in_body)) {
+        diag_node(st, v[K_FIELDS] ? v[K_FIELDS] : v[K_BODY],
+                  "%s: what is replaced is the sandbox's placeholder, and the credential gives "
+                  "the sandbox none (add \"placeholder\")",
+                  v[K_FIELDS] ? f_K_FIELDS : f_K_BODY);
+        ok = false;
+    }
     if (!ok) {
         credential_clear(&c);
         return;

@@ -61,15 +61,20 @@ typedef struct pdk_credential {
     char *refresh_token_secret, *client_id_secret, *client_secret_secret;
     char *token_url;
     char **hosts; /* host patterns it may go to; NULL-terminated, at least one */
-    /* inject: header set on every request to the hosts ("Bearer {token}"); NULL header:
-     * the placeholder is only replaced where it appears */
+    /* inject: header set on every request to the hosts ("Bearer {token}"), by the gateway
+     * whatever the request had there; NULL header: none */
     char *inject_header;
     char *inject_value;
-    bool replace_in_body; /* replace the placeholder in request bodies too (opt-in) */
+    /* the fields (names, any case) in which the placeholder is replaced; NULL: none */
+    char **replace_in_headers;
+    bool replace_in_body;  /* replace the placeholder in request bodies too (opt-in) */
+    bool allow_plain_http; /* the value may go to its hosts over plain HTTP (else TLS only) */
     /* where the sandbox finds the placeholder */
     char *placeholder_env;
     char *placeholder_app_secret_env;
-    char *placeholder_file; /* absolute (~ expanded): a read-only file holding it */
+    char *placeholder_file;   /* absolute (~ expanded): a read-only file holding it */
+    char *placeholder_prefix; /* what it starts with, for clients that check a key's shape
+                               * (NULL: "t-" for a Feishu tenant token, else "pdk-ph-") */
 } pdk_credential;
 
 typedef struct pdk_policy {

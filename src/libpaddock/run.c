@@ -10,6 +10,7 @@
 #include "gateway.h"
 #include "landlock.h"
 #include "log.h"
+#include "placeholder_scan.h"
 #include "policy.h"
 #include "redact.h"
 #include "sandbox.h"
@@ -480,16 +481,20 @@ static void add_bind(pdk_sandbox_config *cfg, const char *dir, const char *name,
 
 #define PDK_HOST_CA_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
 
-/* A placeholder that looks like what it stands for: a Feishu tenant token starts with
- * "t-" (clients check the shape), anything else is marked as paddock's. */
+/* A placeholder that looks like what it stands for: the policy's prefix (clients that check
+ * a key's shape, "sk-proj-"), else "t-" for a Feishu tenant token, else paddock's mark; then
+ * 24 random bytes in lowercase hex, which is what the gateway recognises it by
+ * (placeholder_scan.h), whatever the prefix. */
 static char *make_placeholder(const pdk_credential *c)
 {
-    unsigned char r[24];
+    unsigned char r[PDK_PLACEHOLDER_RANDOM_HEX / 2];
     randombytes_buf(r, sizeof(r));
     char hex[2 * sizeof(r) + 1];
     sodium_bin2hex(hex, sizeof(hex), r, sizeof(r));
-    return xasprintf("%s%s", c->provider == PDK_CREDENTIAL_FEISHU_TENANT_TOKEN ? "t-" : "pdk-ph-",
-                     hex);
+    const char *prefix = c->placeholder_prefix                               ? c->placeholder_prefix
+                         : c->provider == PDK_CREDENTIAL_FEISHU_TENANT_TOKEN ? "t-"
+                                                                             : "pdk-ph-";
+    return xasprintf("%s%s", prefix, hex);
 }
 
 /* A placeholder for each credential (new every run), for the sandbox's environment. No
@@ -528,7 +533,7 @@ static int make_placeholders(run_state *st, pdk_error *err)
         const pdk_credential *c = &st->policy->credentials[i];
         st->credentials[i].policy = c;
         st->credentials[i].placeholder = make_placeholder(c);
-        pdk_redact_add(st->credentials[i].placeholder);
+        pdk_redact_add_placeholder(st->credentials[i].placeholder);
         if (c->placeholder_env)
             pdk_strv_push_take(&st->credential_env, xasprintf("%s=%s", c->placeholder_env,
                                                               st->credentials[i].placeholder));
@@ -538,7 +543,7 @@ static int make_placeholders(run_state *st, pdk_error *err)
             /* a stand-in for the app secret too, which the gateway's answer to the token
              * endpoint accepts */
             st->credentials[i].placeholder_app_secret = make_placeholder(&(pdk_credential){0});
-            pdk_redact_add(st->credentials[i].placeholder_app_secret);
+            pdk_redact_add_placeholder(st->credentials[i].placeholder_app_secret);
             if (c->placeholder_app_secret_env)
                 pdk_strv_push_take(&st->credential_env,
                                    xasprintf("%s=%s", c->placeholder_app_secret_env,
@@ -548,7 +553,29 @@ static int make_placeholders(run_state *st, pdk_error *err)
     return 0;
 }
 
-/* The static credentials' values from the vault (after the clone). */
+/* A minted credential's own secrets (app secret, refresh token, client secret) as real
+ * values of the redaction registry, so that nothing sends them into the sandbox (an
+ * endpoint's error that quotes them included); the vault's copy is not kept otherwise. A
+ * secret not in the vault yet is the provider's error to give, at its first mint. */
+static void register_provider_secrets(pdk_vault *vault, const pdk_credential *c)
+{
+    const struct {
+        const char *secret, *what;
+    } secrets[] = {{c->app_secret_secret, "app secret"},
+                   {c->refresh_token_secret, "refresh token"},
+                   {c->client_secret_secret, "client secret"}};
+    for (size_t i = 0; i < PDK_ARRAY_SIZE(secrets); i++) {
+        pdk_error ignored = {0};
+        const char *v =
+            secrets[i].secret ? pdk_vault_get(vault, secrets[i].secret, false, &ignored) : NULL;
+        _cleanup_free_ char *label = xasprintf("%s (%s)", c->name, secrets[i].what);
+        if (v)
+            pdk_redact_add_named(v, label);
+    }
+}
+
+/* The static credentials' values from the vault (after the clone), and the minted ones'
+ * secrets registered for redaction. */
 static int load_credential_values(run_state *st, pdk_error *err)
 {
     size_t n = st->policy->credential_count;
@@ -560,15 +587,17 @@ static int load_credential_values(run_state *st, pdk_error *err)
     int ret = 0;
     for (size_t i = 0; i < n && ret == 0; i++) {
         const pdk_credential *c = &st->policy->credentials[i];
-        if (c->provider != PDK_CREDENTIAL_STATIC)
+        if (c->provider != PDK_CREDENTIAL_STATIC) {
+            register_provider_secrets(vault, c);
             continue;
+        }
         const char *value = pdk_vault_get(vault, c->value_secret, true, err);
         if (!value) {
             ret = pdk_error_prefix(err, "credential %s", c->name);
             break;
         }
         st->credentials[i].value = xstrdup(value);
-        pdk_redact_add(value);
+        pdk_redact_add_named(value, c->name);
     }
     pdk_vault_close(vault);
     return ret;

@@ -721,6 +721,111 @@ static void test_credentials(void **state)
     pdk_policy_free(p);
 }
 
+/* Where a credential's value goes: its inject header, the fields it names
+ * (replace_in_headers), over TLS unless allow_plain_http; a placeholder of the shape a
+ * client checks (placeholder.prefix). */
+static void test_credential_places(void **state)
+{
+    pdk_policy *p = parse_ok("version: 1\n"
+                             "network: {rules: [{host: api.test, decision: allow}]}\n"
+                             "credentials:\n"
+                             "  - name: openai\n"
+                             "    provider: static\n"
+                             "    value: {secret: openai_key}\n"
+                             "    hosts: [api.test]\n"
+                             "    replace_in_headers: [X-Api-Key, x-goog-api-key]\n"
+                             "    allow_plain_http: true\n"
+                             "    placeholder: {env: OPENAI_API_KEY, prefix: \"sk-proj-\"}\n"
+                             "  - name: plain\n"
+                             "    provider: static\n"
+                             "    value: {secret: v}\n"
+                             "    hosts: [api.test]\n"
+                             "    inject: {header: Authorization, value: \"Bearer {token}\"}\n");
+    const pdk_credential *c = &p->credentials[0];
+    assert_string_equal(c->replace_in_headers[0], "X-Api-Key");
+    assert_string_equal(c->replace_in_headers[1], "x-goog-api-key");
+    assert_null(c->replace_in_headers[2]);
+    assert_true(c->allow_plain_http);
+    assert_string_equal(c->placeholder_prefix, "sk-proj-");
+    assert_null(c->inject_header);
+    const pdk_credential *d = &p->credentials[1];
+    assert_null(d->replace_in_headers);
+    assert_false(d->allow_plain_http); /* TLS only, by default */
+    assert_null(d->placeholder_prefix);
+    pdk_policy_free(p);
+
+    const char *head = "version: 1\n"
+                       "network: {rules: [{host: x.test, decision: allow}]}\n"
+                       "credentials:\n"
+                       "  - name: a\n"
+                       "    provider: static\n"
+                       "    value: {secret: v}\n"
+                       "    hosts: [x.test]\n"
+                       "    inject: {header: Authorization, value: \"Bearer {token}\"}\n"
+                       "    placeholder: {env: A}\n";
+    static const struct {
+        const char *line, *diag;
+    } cases[] = {
+        {"    replace_in_headers: [Host]\n",
+         NAME ":10:26: credentials[0].replace_in_headers[0]: Host frames or routes the request "
+              "and cannot carry a credential (name the field the API reads its key from, e.g. "
+              "X-Api-Key)"},
+        {"    replace_in_headers: [transfer-encoding]\n",
+         NAME ":10:26: credentials[0].replace_in_headers[0]: transfer-encoding frames or routes "
+              "the request and cannot carry a credential (name the field the API reads its key "
+              "from, e.g. X-Api-Key)"},
+        {"    replace_in_headers: [\"bad name\"]\n",
+         NAME ":10:26: credentials[0].replace_in_headers[0]: \"bad name\" is not a header name "
+              "(letters, digits, '-', '_')"},
+        {"    replace_in_headers: []\n",
+         NAME ":10:25: credentials[0].replace_in_headers: give at least one header name, e.g. "
+              "[X-Api-Key]"},
+        {"    replace_in_headers: X-Api-Key\n",
+         NAME ":10:25: credentials[0].replace_in_headers: expected a list, got \"X-Api-Key\""},
+        {"    allow_plain_http: maybe\n",
+         NAME ":10:23: credentials[0].allow_plain_http: expected true or false, got \"maybe\""},
+    };
+    for (size_t i = 0; i < PDK_ARRAY_SIZE(cases); i++) {
+        char *text = xasprintf("%s%s", head, cases[i].line);
+        assert_one_diag(text, cases[i].diag);
+        free(text);
+    }
+    assert_one_diag("version: 1\n"
+                    "network: {rules: [{host: x.test, decision: allow}]}\n"
+                    "credentials:\n"
+                    "  - {name: a, provider: static, value: {secret: v}, hosts: [x.test], "
+                    "inject: {header: Authorization, value: \"{token}\"}, placeholder: {env: A, "
+                    "prefix: \"has space\"}}\n",
+                    NAME ":4:151: credentials[0].placeholder.prefix: \"has space\" is not a prefix "
+                         "(1 to 64 letters, digits and '-', '_', '.', '~', '+', '/', ':')");
+    /* a placeholder replaced nowhere: what an older policy relying on "replaced wherever it
+     * appears" gets, and would otherwise silently lose */
+    assert_one_diag("version: 1\n"
+                    "network: {rules: [{host: x.test, decision: allow}]}\n"
+                    "credentials:\n"
+                    "  - {name: b, provider: static, value: {secret: v}, hosts: [x.test], "
+                    "placeholder: {env: B}}\n",
+                    NAME ":4:5: credentials[0]: say where the placeholder is replaced by the "
+                         "value: \"inject\" (a header the gateway sets), \"replace_in_headers\" "
+                         "(e.g. [X-Api-Key]) or \"replace_in_body: true\"");
+    assert_one_diag("version: 1\n"
+                    "network: {rules: [{host: x.test, decision: allow}]}\n"
+                    "credentials:\n"
+                    "  - {name: c, provider: static, value: {secret: v}, hosts: [x.test], "
+                    "replace_in_headers: [X-Key], inject: {header: Authorization, value: "
+                    "\"{token}\"}}\n",
+                    NAME ":4:90: credentials[0].replace_in_headers: what is replaced is the "
+                         "sandbox's placeholder, and the credential gives the sandbox none (add "
+                         "\"placeholder\")");
+    assert_one_diag("version: 1\n"
+                    "network: {rules: [{host: x.test, decision: allow}]}\n"
+                    "credentials:\n"
+                    "  - {name: c, provider: static, value: {secret: v}, hosts: [x.test], "
+                    "inject: {header: Host, value: \"{token}\"}}\n",
+                    NAME ":4:87: credentials[0].inject.header: Host frames or routes the request "
+                         "and cannot carry a credential (e.g. Authorization)");
+}
+
 static const char commands_policy[] =
     "version: 1\n"
     "commands:\n"
@@ -1394,6 +1499,7 @@ int main(void)
         cmocka_unit_test(test_version_values),
         cmocka_unit_test(test_unknown_keys),
         cmocka_unit_test(test_credentials),
+        cmocka_unit_test(test_credential_places),
         cmocka_unit_test(test_commands),
         cmocka_unit_test(test_example_argv),
         cmocka_unit_test(test_failing_examples),
