@@ -53,9 +53,8 @@ static int refuse(pdk_error *err, int e, const char *dir, const char *rel)
                              "agent's configuration read-only (remove it: rm %s/%s)",
                              dir, rel, dir, rel);
     if (e == ENOTDIR || e == EISDIR || e == EINVAL)
-        return pdk_error_set(err, 0,
-                             "persistent home %s: %s is not a %s (remove it: rm -r %s/%s)", dir,
-                             rel, e == EISDIR || e == EINVAL ? "regular file" : "directory",
+        return pdk_error_set(err, 0, "persistent home %s: %s is not a %s (remove it: rm -r %s/%s)",
+                             dir, rel, e == EISDIR || e == EINVAL ? "regular file" : "directory",
                              dir, rel);
     return pdk_error_set(err, e, "persistent home %s: making %s", dir, rel);
 }

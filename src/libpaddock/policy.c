@@ -51,12 +51,10 @@ const char *const pdk_builtin_protected[] = {
 };
 
 const char *const pdk_builtin_protected_home[] = {
-    ".bashrc",           ".bash_profile",           ".bash_login",
-    ".bash_logout",      ".profile",                ".zshrc",
-    ".zprofile",         ".zshenv",                 ".zlogin",
-    ".gitconfig",        ".config/git/",            ".claude/settings.json",
-    ".claude/commands/", ".claude/agents/",         ".codex/config.toml",
-    NULL,
+    ".bashrc",           ".bash_profile",   ".bash_login",        ".bash_logout",
+    ".profile",          ".zshrc",          ".zprofile",          ".zshenv",
+    ".zlogin",           ".gitconfig",      ".config/git/",       ".claude/settings.json",
+    ".claude/commands/", ".claude/agents/", ".codex/config.toml", NULL,
 };
 
 const char *const pdk_builtin_hidden_home[] = {
@@ -2135,11 +2133,16 @@ static void handle_network(parse_state *st, const char *field, yaml_node_t *n)
 }
 
 static const key_spec top_keys[] = {
-    {"version", handle_version},   {"filesystem", handle_filesystem},
-    {"env", handle_env},           {"limits", handle_limits},
-    {"landlock", handle_landlock}, {"sandbox", handle_sandbox},
-    {"home", handle_home},         {"commands", handle_commands},
-    {"approvals", handle_approvals}, {"network", handle_network},
+    {"version", handle_version},
+    {"filesystem", handle_filesystem},
+    {"env", handle_env},
+    {"limits", handle_limits},
+    {"landlock", handle_landlock},
+    {"sandbox", handle_sandbox},
+    {"home", handle_home},
+    {"commands", handle_commands},
+    {"approvals", handle_approvals},
+    {"network", handle_network},
     {"credentials", handle_credentials},
 };
 

@@ -114,27 +114,35 @@ run_plain() {
     AGENT_OUT=$(cat "$T/plain.out") AGENT_ERR=$(cat "$T/plain.err")
     OUT=$AGENT_OUT ERR=$AGENT_ERR
 }
+# expect_task NAME FILE TEXT TOOL API: the agent's run completed its task: exit 0, its last
+# line "Done: wrote FILE.", FILE with TEXT in the session's diff, written with the agent's
+# own TOOL; every request of API carried the real key; while held, nothing inside held it.
+expect_task() {
+    local name=$1 file=$2 text=$3 tool=$4 api=$5 session
+    expect_eq "$name: the task completes (exit 0, its last message)" "0 Done: wrote $file." \
+        "$AGENT_RC $(printf '%s\n' "$AGENT_OUT" | tail -n1)"
+    session=$(printf '%s\n' "$AGENT_ERR" | sed -nE 's/^paddock: session ([^ ]+): .*/\1/p' | tail -n1)
+    pdk diff "$session"
+    expect_match "... its file shows in paddock diff" "\+\+\+ b/$file.*\+$text" "$(printf '%s' "$OUT" | tr '\n' ' ')"
+    expect_eq "... written by its own tool ($tool, running inside)" 1 \
+        "$(log_count "l['api'] == '$api' and l['turn'] == 'tool_call' and l['tool'] == '$tool'")"
+    expect_eq "... the fake never got a request without the real key" 0 "$(log_count 'not l["key_ok"]')"
+    read -r procs in_procs files in_files <<<"$SCAN"
+    expect_eq "... while it waited: no sandbox process (of $procs) holds a real key in its memory, environment or argv" \
+        0 "${in_procs:-unscanned}"
+    expect_eq "... nor a file it sees (of $files: /tmp, /run, /dev/shm, its home, the workspace)" 0 "${in_files:-unscanned}"
+    expect_eq "... nor its output, nor paddock's" no "$(holds_key "$AGENT_OUT$AGENT_ERR")"
+}
+
 CODEX_FLAGS=(exec --skip-git-repo-check --sandbox danger-full-access)
 nonce=$RANDOM$RANDOM
 
 # ---- Codex CLI over the Responses API's WebSocket -------------------------------------------
 run_agent codex --policy "$T/codex.yaml" -- "$CODEX" "${CODEX_FLAGS[@]}" \
     "Write the file codex.txt containing exactly: codex $nonce"
-expect_eq "codex exec: the task completes (exit 0, its last message)" "0 Done: wrote codex.txt." \
-    "$AGENT_RC $(printf '%s\n' "$AGENT_OUT" | tail -n1)"
-codex_session=$(printf '%s\n' "$AGENT_ERR" | sed -nE 's/^paddock: session ([^ ]+): .*/\1/p' | tail -n1)
-pdk diff "$codex_session"
-expect_match "... its file shows in paddock diff" "\+\+\+ b/codex.txt.*\+codex $nonce" "$(printf '%s' "$OUT" | tr '\n' ' ')"
-expect_eq "... written by its own tool (code mode's exec, running a shell command inside)" 1 \
-    "$(log_count 'l["api"] == "openai" and l["turn"] == "tool_call" and l["tool"] == "exec"')"
+expect_task "codex exec" codex.txt "codex $nonce" exec openai
 expect_eq "... over the Responses API's WebSocket, with the real key (upgrade and every turn)" yes \
     "$([ "$(log_count 'l["api"] == "openai" and l["transport"] == "websocket" and l["key_sha256"] == openai')" -ge 3 ] && echo yes)"
-expect_eq "... and never without it" 0 "$(log_count 'not l["key_ok"]')"
-read -r procs in_procs files in_files <<<"$SCAN"
-expect_eq "... while it waited: no sandbox process (of $procs) holds a real key in its memory, environment or argv" \
-    0 "${in_procs:-unscanned}"
-expect_eq "... nor a file it sees (of $files: /tmp, /run, /dev/shm, its home, the workspace)" 0 "${in_files:-unscanned}"
-expect_eq "... nor its output, nor paddock's" no "$(holds_key "$AGENT_OUT$AGENT_ERR")"
 expect_match "... its state is in the persistent home" '^[1-9]' \
     "$(find "$STATE/homes/codex/.codex/sessions" -name '*.jsonl' 2>/dev/null | wc -l)"
 
@@ -159,20 +167,9 @@ expect_match "... its file shows in paddock diff" "\+sse $nonce" "$OUT"
 # ---- Claude Code over the Messages API's SSE ------------------------------------------------
 run_agent claude --policy "$T/claude.yaml" -- "$CLAUDE" -p --dangerously-skip-permissions \
     "Write the file claude.txt containing exactly: claude $nonce"
-expect_eq "claude -p: the task completes (exit 0, its answer)" "0 Done: wrote claude.txt." \
-    "$AGENT_RC $(printf '%s\n' "$AGENT_OUT" | tail -n1)"
-claude_session=$(printf '%s\n' "$AGENT_ERR" | sed -nE 's/^paddock: session ([^ ]+): .*/\1/p' | tail -n1)
-pdk diff "$claude_session"
-expect_match "... its file shows in paddock diff" "\+\+\+ b/claude.txt.*\+claude $nonce" "$(printf '%s' "$OUT" | tr '\n' ' ')"
-expect_eq "... written by its own tool (Bash, inside)" 1 \
-    "$(log_count 'l["api"] == "anthropic" and l["turn"] == "tool_call" and l["tool"] == "Bash"')"
+expect_task "claude -p" claude.txt "claude $nonce" Bash anthropic
 expect_eq "... over SSE, with the real key (x-api-key)" yes \
     "$([ "$(log_count 'l["api"] == "anthropic" and l["transport"] == "sse" and l["key_sha256"] == anthropic')" -ge 2 ] && echo yes)"
-expect_eq "... and never without it" 0 "$(log_count 'not l["key_ok"]')"
-read -r procs in_procs files in_files <<<"$SCAN"
-expect_eq "... while it waited: no sandbox process (of $procs) holds a real key" 0 "${in_procs:-unscanned}"
-expect_eq "... nor a file it sees (of $files)" 0 "${in_files:-unscanned}"
-expect_eq "... nor its output, nor paddock's" no "$(holds_key "$AGENT_OUT$AGENT_ERR")"
 expect_eq "... its telemetry was refused by the policy, never reached the API" 0 \
     "$(log_count '"/api/event_logging" in l["path"]')"
 
