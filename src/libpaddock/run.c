@@ -372,8 +372,10 @@ static int build_config(run_state *st, pdk_error *err)
     }
     /* A persistent home is a writable bind of $HOME (after the loop above: the workspace's
      * list, ".codex/" among it, is not the home's). */
-    if (pol->home_persist && !st->confined && bind_persistent_home(st, err) < 0)
+    if (pol->home_persist && !st->confined && bind_persistent_home(st, err) < 0) {
+        pdk_strv_free(rel);
         return -1;
+    }
     /* Start-up files and agents' configuration of the home directory, wherever the sandbox
      * could write them: a persistent home has them all (made empty when missing). */
     for (size_t i = 0; pdk_builtin_protected_home[i]; i++) {
