@@ -52,8 +52,10 @@ const char *const pdk_builtin_protected[] = {
 };
 
 const char *const pdk_builtin_protected_home[] = {
-    ".bashrc",   ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc",
-    ".zprofile", ".zshenv",       ".zlogin",     ".gitconfig",   NULL,
+    ".bashrc",           ".bash_profile",   ".bash_login",        ".bash_logout",
+    ".profile",          ".zshrc",          ".zprofile",          ".zshenv",
+    ".zlogin",           ".gitconfig",      ".config/git/",       ".claude/settings.json",
+    ".claude/commands/", ".claude/agents/", ".codex/config.toml", NULL,
 };
 
 const char *const pdk_builtin_hidden_home[] = {
@@ -1083,6 +1085,29 @@ static bool parse_bool(parse_state *st, const char *field, yaml_node_t *n, bool 
 static void handle_nested_userns(parse_state *st, const char *field, yaml_node_t *n)
 {
     parse_bool(st, field, n, &st->policy->nested_userns);
+}
+
+/* ---- home ---- */
+
+static void handle_home_persist(parse_state *st, const char *field, yaml_node_t *n)
+{
+    const char *v = scalar_text(st, field, n, "a name");
+    if (!v)
+        return;
+    size_t len = strlen(v);
+    bool ok = len > 0 && len <= PDK_HOME_NAME_MAX && v[0] != '.' && v[0] != '-';
+    for (size_t i = 0; ok && i < len; i++)
+        ok = pdk_name_char((unsigned char)v[i]);
+    if (!ok) {
+        _cleanup_free_ char *q = quote_str(v);
+        diag_node(st, n,
+                  "%s: %s is not a home name (letters, digits, '.', '_', '-', at most %d, not "
+                  "starting with '.' or '-'; e.g. codex)",
+                  field, q, PDK_HOME_NAME_MAX);
+        return;
+    }
+    free(st->policy->home_persist);
+    st->policy->home_persist = xstrdup(v);
 }
 
 /* ---- commands ---- */
@@ -2166,6 +2191,10 @@ static const key_spec sandbox_keys[] = {
     {"nested_userns", handle_nested_userns},
 };
 
+static const key_spec home_keys[] = {
+    {"persist", handle_home_persist},
+};
+
 static const key_spec commands_keys[] = {
     {"default", handle_commands_default},
     {"rules", handle_commands_rules},
@@ -2193,6 +2222,7 @@ SECTION_HANDLER(handle_env, env_keys)
 SECTION_HANDLER(handle_limits, limits_keys)
 SECTION_HANDLER(handle_landlock, landlock_keys)
 SECTION_HANDLER(handle_sandbox, sandbox_keys)
+SECTION_HANDLER(handle_home, home_keys)
 SECTION_HANDLER(handle_commands, commands_keys)
 SECTION_HANDLER(handle_approvals, approvals_keys)
 
@@ -2216,11 +2246,17 @@ static void handle_network(parse_state *st, const char *field, yaml_node_t *n)
 }
 
 static const key_spec top_keys[] = {
-    {"version", handle_version},   {"filesystem", handle_filesystem},
-    {"env", handle_env},           {"limits", handle_limits},
-    {"landlock", handle_landlock}, {"sandbox", handle_sandbox},
-    {"commands", handle_commands}, {"approvals", handle_approvals},
-    {"network", handle_network},   {"credentials", handle_credentials},
+    {"version", handle_version},
+    {"filesystem", handle_filesystem},
+    {"env", handle_env},
+    {"limits", handle_limits},
+    {"landlock", handle_landlock},
+    {"sandbox", handle_sandbox},
+    {"home", handle_home},
+    {"commands", handle_commands},
+    {"approvals", handle_approvals},
+    {"network", handle_network},
+    {"credentials", handle_credentials},
 };
 
 /* ---- libyaml ---- */
@@ -2448,6 +2484,7 @@ void pdk_policy_free(pdk_policy *policy)
     pdk_strv_free(policy->write);
     pdk_strv_free(policy->protect);
     pdk_strv_free(policy->env_pass);
+    free(policy->home_persist);
     for (size_t i = 0; i < policy->env_set_count; i++) {
         free(policy->env_set[i].name);
         free(policy->env_set[i].value);

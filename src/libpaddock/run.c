@@ -8,6 +8,7 @@
 #include "environ.h"
 #include "fsutil.h"
 #include "gateway.h"
+#include "home.h"
 #include "landlock.h"
 #include "log.h"
 #include "placeholder_scan.h"
@@ -49,6 +50,7 @@ typedef struct run_state {
     pdk_sandbox_config cfg;
     pdk_command_verdict verdict;
     bool confined;
+    bool readonly; /* the readonly profile: nothing written, the persistent home included */
     pdk_audit_spool *spool;   /* where this run's audit events go */
     struct exec_watch *watch; /* judging the execs inside, when the policy has rules */
     const pdk_gateway_module *gateway_module; /* the egress gateway, when the policy has a */
@@ -245,6 +247,33 @@ static int materialize_session(void *arg, pdk_error *err)
     return 0;
 }
 
+/* home.persist: STATE/homes/NAME bound at $HOME (read-only under the readonly profile),
+ * the parents of its protected entries pinned (bound over themselves: they cannot be
+ * renamed or removed inside, so the entries cannot be moved aside and made anew). */
+static int bind_persistent_home(run_state *st, pdk_error *err)
+{
+    pdk_sandbox_config *cfg = &st->cfg;
+    const char *name = st->policy->home_persist;
+    if (!st->home || strcmp(st->home, "/") == 0)
+        return pdk_error_set(err, 0,
+                             "home.persist: %s needs a home directory to stand in for (set "
+                             "$HOME)",
+                             name);
+    _cleanup_free_ char *dir = NULL;
+    char **parents = NULL;
+    if (pdk_home_prepare(st->state_dir, name, pdk_builtin_protected_home, &dir, &parents, err) < 0)
+        return -1;
+    cfg->binds = xrealloc(cfg->binds, (cfg->bind_count + 1) * sizeof(pdk_bind));
+    pdk_bind *b = &cfg->binds[cfg->bind_count++];
+    b->source = steal_pointer(&dir);
+    b->target = xstrdup(st->home);
+    b->writable = !st->readonly;
+    for (size_t i = 0; parents[i]; i++)
+        pdk_strv_push_take(&cfg->pin_paths, pdk_path_join(st->home, parents[i]));
+    pdk_strv_free(parents);
+    return 0;
+}
+
 static int build_config(run_state *st, pdk_error *err)
 {
     const pdk_run_options *opt = st->opt;
@@ -279,8 +308,13 @@ static int build_config(run_state *st, pdk_error *err)
             }
             struct stat sb;
             if (stat(list[i], &sb) < 0) {
-                pdk_warn("filesystem.%s: %s does not exist; not bound",
-                         pass == 0 ? "read_allow" : "write", list[i]);
+                if (pass == 1) /* what the sandbox wrote there would be lost without a word */
+                    return pdk_error_set(err, 0,
+                                         "filesystem.write: %s: %s (create it first, e.g. mkdir "
+                                         "-p %s, or remove it from the policy; for an agent's "
+                                         "own state see home.persist)",
+                                         list[i], strerror(errno), list[i]);
+                pdk_warn("filesystem.read_allow: %s does not exist; not bound", list[i]);
                 continue;
             }
             cfg->binds = xrealloc(cfg->binds, (cfg->bind_count + 1) * sizeof(pdk_bind));
@@ -304,7 +338,14 @@ static int build_config(run_state *st, pdk_error *err)
                                   false);
         }
     }
-    /* Start-up files of the home directory, wherever the sandbox could write them. */
+    /* A persistent home is a writable bind of $HOME (after the loop above: the workspace's
+     * list, ".codex/" among it, is not the home's). */
+    if (pol->home_persist && !st->confined && bind_persistent_home(st, err) < 0) {
+        pdk_strv_free(rel);
+        return -1;
+    }
+    /* Start-up files and agents' configuration of the home directory, wherever the sandbox
+     * could write them: a persistent home has them all (made empty when missing). */
     for (size_t i = 0; pdk_builtin_protected_home[i]; i++) {
         _cleanup_free_ char *p = pdk_path_join(st->home, pdk_builtin_protected_home[i]);
         bool writable = pdk_path_is_within(p, st->workspace);
@@ -704,6 +745,7 @@ static void free_config(pdk_sandbox_config *cfg)
     free(cfg->binds);
     pdk_strv_free(cfg->hide_paths);
     pdk_strv_free(cfg->protect_paths);
+    pdk_strv_free(cfg->pin_paths);
     pdk_strv_free(cfg->envp);
     free((char *)cfg->cgroup_name);
     memset(cfg, 0, sizeof(*cfg));
@@ -1403,6 +1445,7 @@ int pdk_run(const pdk_run_options *given, pdk_run_report *report, pdk_error *err
             .judge = judge_exec, .ask = ask_exec, .connect = connect_allowed, .arg = &watch};
         st.watch = &watch;
     }
+    st.readonly = readonly;
     if (build_config(&st, err) < 0)
         goto out;
     if (st.watch) {

@@ -529,6 +529,39 @@ static void test_nested_userns(void **state)
                     NAME ":3:18: sandbox.nested_userns: expected true or false, got \"maybe\"");
 }
 
+static void test_home_persist(void **state)
+{
+    pdk_policy *p = parse_ok("version: 1\n");
+    assert_null(p->home_persist);
+    pdk_policy_free(p);
+    p = parse_ok("version: 1\nhome:\n  persist: claude-code\n");
+    assert_string_equal(p->home_persist, "claude-code");
+    pdk_policy_free(p);
+    p = parse_ok("version: 1\nhome: {persist: codex.2_b}\n");
+    assert_string_equal(p->home_persist, "codex.2_b");
+    pdk_policy_free(p);
+    /* Names that could leave STATE/homes, hide themselves or read as an option. */
+    static const char *const bad[] = {"../x", "a/b", ".codex", "-x", "a b", "..", "\"\""};
+    for (size_t i = 0; i < PDK_ARRAY_SIZE(bad); i++) {
+        char *text = xasprintf("version: 1\nhome:\n  persist: %s\n", bad[i]);
+        char **lines = parse_fail(text);
+        assert_int_equal(pdk_strv_length(lines), 1);
+        assert_non_null(strstr(lines[0], NAME ":3:12: home.persist: "));
+        assert_non_null(strstr(lines[0], " is not a home name (letters, digits"));
+        pdk_strv_free(lines);
+        free(text);
+    }
+    char *long_name = xasprintf("version: 1\nhome: {persist: %0*d}\n", PDK_HOME_NAME_MAX + 1, 0);
+    char **lines = parse_fail(long_name);
+    assert_int_equal(pdk_strv_length(lines), 1);
+    pdk_strv_free(lines);
+    free(long_name);
+    assert_one_diag("version: 1\nhome:\n  persit: x\n",
+                    NAME ":3:3: unknown key \"persit\" in \"home\" (did you mean \"persist\"?)");
+    assert_one_diag("version: 1\nhome:\n  persist: [a]\n",
+                    NAME ":3:12: home.persist: expected a name, got a list");
+}
+
 /* quiet: true on deny rules only, commands and network alike. */
 static void test_quiet_rules(void **state)
 {
@@ -626,7 +659,7 @@ static void test_unknown_keys(void **state)
             NAME ":7:1: unknown key \"Sandbox\" at the top level (did you mean \"sandbox\"?)",
             NAME ":8:1: unknown key \"limit\" at the top level (did you mean \"limits\"?)",
             NAME ":9:1: unknown key \"xyzzy\" at the top level (known keys: version, "
-                 "filesystem, env, limits, landlock, sandbox, commands, approvals, network, "
+                 "filesystem, env, limits, landlock, sandbox, home, commands, approvals, network, "
                  "credentials)",
             NAME ":11:3: unknown key \"Pass\" in \"env\" (did you mean \"pass\"?)", NULL});
     pdk_strv_free(lines);
@@ -1130,8 +1163,8 @@ static void test_nul_and_escapes(void **state)
     /* Control, separator and bidi characters are escaped in messages; long keys are cut. */
     assert_one_diag("version: 1\n\"a\\tb\\u2028c\\u202ed\": 1\n",
                     NAME ":2:1: unknown key \"a\\x09b\\u2028c\\u202ed\" at the top level (known "
-                         "keys: version, filesystem, env, limits, landlock, sandbox, commands, "
-                         "approvals, network, credentials)");
+                         "keys: version, filesystem, env, limits, landlock, sandbox, home, "
+                         "commands, approvals, network, credentials)");
     pdk_buf text = {0};
     pdk_buf_puts(&text, "version: 1\n");
     for (int i = 0; i < 100; i++)
@@ -1334,8 +1367,10 @@ static void test_builtin_lists(void **state)
         ".codex/",     ".claude/settings.json", ".claude/commands/", ".claude/agents/", NULL};
     assert_strv_equal((char **)pdk_builtin_protected, protected_paths);
     static const char *const protected_home[] = {
-        ".bashrc",   ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc",
-        ".zprofile", ".zshenv",       ".zlogin",     ".gitconfig",   NULL};
+        ".bashrc",           ".bash_profile",   ".bash_login",        ".bash_logout",
+        ".profile",          ".zshrc",          ".zprofile",          ".zshenv",
+        ".zlogin",           ".gitconfig",      ".config/git/",       ".claude/settings.json",
+        ".claude/commands/", ".claude/agents/", ".codex/config.toml", NULL};
     assert_strv_equal((char **)pdk_builtin_protected_home, protected_home);
     static const char *const hidden[] = {".ssh",
                                          ".aws",
@@ -1494,6 +1529,7 @@ int main(void)
         cmocka_unit_test(test_cpu_values),
         cmocka_unit_test(test_landlock),
         cmocka_unit_test(test_nested_userns),
+        cmocka_unit_test(test_home_persist),
         cmocka_unit_test(test_quiet_rules),
         cmocka_unit_test(test_missing_version),
         cmocka_unit_test(test_version_values),
