@@ -42,6 +42,8 @@ struct pdk_exec_listener {
     int fd;
     pdk_exec_handler handler;
     pdk_exec_known *known; /* the identities of the commands the rules name */
+    bool one_root;         /* every process has the sandbox's root: opened once, in root */
+    int root;
     pthread_t thread;      /* serve() */
     bool thread_started;
     int stop_fd;    /* eventfd: the thread stops */
@@ -355,8 +357,10 @@ static void serve_notification(pdk_exec_listener *l)
                        .path = path,
                        .flags = at ? (int)req->data.args[4] : 0,
                        .argv = argv};
+    if (l->one_root && l->root < 0)
+        l->root = pdk_exec_open_root(pid); /* the command's: the sandbox's root */
     pdk_exec_target target;
-    pdk_exec_target_resolve(&c, l->known, &target);
+    pdk_exec_target_resolve(&c, l->one_root ? l->root : -1, l->known, &target);
 
     /* What was read is what the process asked for only while it still waits. */
     if (ioctl(l->fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &req->id) < 0) {
@@ -465,8 +469,9 @@ pdk_exec_listener *pdk_exec_listener_new(struct event_base *base, int listener_f
     pdk_exec_listener *l = xcalloc(1, sizeof(*l));
     l->base = base;
     l->fd = listener_fd;
-    l->stop_fd = l->handoff_fd = -1;
+    l->stop_fd = l->handoff_fd = l->root = -1;
     l->handler = *handler;
+    l->one_root = handler->one_root;
     l->known = pdk_exec_known_new(handler->known_names, handler->path_list);
     l->handler.known_names = NULL; /* copied into known */
     l->handler.path_list = NULL;
@@ -551,6 +556,8 @@ void pdk_exec_listener_free(pdk_exec_listener *l)
         close(l->fd);
     if (l->stop_fd >= 0)
         close(l->stop_fd);
+    if (l->root >= 0)
+        close(l->root);
     if (l->handoff_fd >= 0)
         close(l->handoff_fd);
     pthread_mutex_destroy(&l->lock);

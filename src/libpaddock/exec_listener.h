@@ -81,6 +81,9 @@ typedef struct pdk_exec_handler {
      * runs (exec_target.h); both may be NULL. */
     char *const *known_names;
     const char *path_list;
+    /* No process of the sandbox can have a root of its own (no nested user namespaces: no
+     * mount namespace, chroot or pivot_root): the sandbox's root is opened once. */
+    bool one_root;
 } pdk_exec_handler;
 
 /* Serve the notifications of listener_fd (taken over) on a thread of its own, and the asks

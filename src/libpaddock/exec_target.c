@@ -3,6 +3,7 @@
 
 #include "util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
@@ -17,7 +18,6 @@
 #define MAX_HOPS        40  /* symlinks followed, as the kernel (ELOOP) */
 #define MAX_NAMES       16  /* names of one executable */
 #define MAX_SCRIPT_LEVEL 4  /* interpreters of interpreters, as the kernel */
-#define HEADER_SIZE     256 /* what the kernel reads of a file to know its format */
 #define MAX_COMPARE     (256 * 1024 * 1024) /* a copy larger than this is not compared */
 
 /* ---- the parsers ---- */
@@ -28,7 +28,7 @@ bool pdk_exec_parse_shebang(const char *buf, size_t len, char **interpreter, cha
     if (len < 2 || buf[0] != '#' || buf[1] != '!')
         return false;
     const char *end = memchr(buf, '\n', len);
-    bool cut = !end;
+    bool cut = !end && len >= PDK_EXEC_HEADER_SIZE; /* else the file ends the line */
     if (!end)
         end = buf + len;
     const char *p = buf + 2;
@@ -161,6 +161,17 @@ static int open_in_root(int root, const char *path, bool follow)
     return (int)syscall(SYS_openat2, root, path, &how, sizeof(how));
 }
 
+/* Open for reading what path names in root, not following a symlink in its last component
+ * (ELOOP then): one call for the file and its header. Non-blocking, no controlling
+ * terminal: what an exec names is a regular file or fails in the kernel anyway, and
+ * reading nothing from anything else has no effect. */
+static int open_readable_in_root(int root, const char *path)
+{
+    struct open_how how = {.flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC,
+                           .resolve = RESOLVE_IN_ROOT};
+    return (int)syscall(SYS_openat2, root, path, &how, sizeof(how));
+}
+
 /* A file found: its O_PATH fd, what it is called, and its names on the way. */
 typedef struct found {
     int fd;       /* -1 when not found */
@@ -229,7 +240,11 @@ static void follow_path(pdk_exec_target *t, int root, pid_t pid, const char *pat
     for (int hop = 0; hop <= MAX_HOPS; hop++) {
         char host[96];
         bool magic = proc_magic(pid, cur, host, sizeof(host));
-        int fd = magic ? open(host, O_PATH | O_CLOEXEC) : open_in_root(root, cur, false);
+        int fd = magic ? open(host, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)
+                       : open_readable_in_root(root, cur);
+        if (fd < 0 && (errno == ELOOP || errno == EACCES || errno == EPERM))
+            /* a symlink (its text is read), or a file not readable by paddock */
+            fd = magic ? open(host, O_PATH | O_CLOEXEC) : open_in_root(root, cur, false);
         if (fd < 0) {
             f->missing = errno == ENOENT || errno == ENOTDIR;
             if (pdk_str_has_prefix(cur, "/proc/") && !magic) {
@@ -413,25 +428,51 @@ static int find_interp(struct dl_phdr_info *info, size_t size, void *arg)
     return 1; /* the first object is the program */
 }
 
+static int compare_names(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The names the rules give, looked up in each directory of PATH: each directory is read
+ * once (a few getdents), so that a thousand names cost what its listing costs, not a
+ * thousand lookups. */
 static void known_fill(pdk_exec_known *k, int root)
 {
     k->filled = true;
+    size_t count = 0;
+    _cleanup_free_ char **sorted = xcalloc(pdk_strv_length(k->names) + 1, sizeof(char *));
     for (size_t n = 0; k->names[n]; n++) {
         const char *name = k->names[n];
-        if (strchr(name, '/')) {
-            if (name[0] == '/')
-                known_add(k, root, name, name, false);
+        if (!strchr(name, '/'))
+            sorted[count++] = k->names[n];
+        else if (name[0] == '/')
+            known_add(k, root, name, name, false);
+    }
+    qsort(sorted, count, sizeof(char *), compare_names);
+    for (const char *p = k->path_list; p && count > 0;) {
+        const char *colon = strchr(p, ':');
+        size_t len = colon ? (size_t)(colon - p) : strlen(p);
+        _cleanup_free_ char *dir = len > 0 && p[0] == '/' ? xstrndup(p, len) : NULL;
+        p = colon ? colon + 1 : NULL;
+        if (!dir)
+            continue;
+        struct open_how how = {.flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC,
+                               .resolve = RESOLVE_IN_ROOT};
+        int fd = (int)syscall(SYS_openat2, root, dir, &how, sizeof(how));
+        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+        if (!d) {
+            if (fd >= 0)
+                close(fd);
             continue;
         }
-        for (const char *p = k->path_list; p;) {
-            const char *colon = strchr(p, ':');
-            size_t len = colon ? (size_t)(colon - p) : strlen(p);
-            if (len > 0 && p[0] == '/') {
-                _cleanup_free_ char *path = xasprintf("%.*s/%s", (int)len, p, name);
-                known_add(k, root, name, path, false);
-            }
-            p = colon ? colon + 1 : NULL;
+        for (struct dirent *e; (e = readdir(d));) {
+            const char *key = e->d_name;
+            if (!bsearch(&key, sorted, count, sizeof(char *), compare_names))
+                continue;
+            _cleanup_free_ char *path = xasprintf("%s/%s", dir, e->d_name);
+            known_add(k, root, e->d_name, path, false);
         }
+        closedir(d);
     }
     const char *interp = NULL;
     dl_iterate_phdr(find_interp, &interp);
@@ -534,14 +575,17 @@ static void expand(pdk_exec_target *t, const pdk_exec_call *call, pdk_exec_known
     if (level > MAX_SCRIPT_LEVEL || f->fd < 0 || !S_ISREG(f->st.st_mode))
         return;
 
-    char header[HEADER_SIZE];
-    char self[64];
-    snprintf(self, sizeof(self), "/proc/self/fd/%d", f->fd);
-    ssize_t n = -1;
-    int rfd = open(self, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-    if (rfd >= 0) {
-        n = pread(rfd, header, sizeof(header), 0);
-        close(rfd);
+    char header[PDK_EXEC_HEADER_SIZE];
+    ssize_t n = pread(f->fd, header, sizeof(header), 0);
+    if (n < 0 && errno == EBADF) {
+        /* an O_PATH fd (a file paddock may not read, or reached through an fd) */
+        char self[64];
+        snprintf(self, sizeof(self), "/proc/self/fd/%d", f->fd);
+        int rfd = open(self, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        if (rfd >= 0) {
+            n = pread(rfd, header, sizeof(header), 0);
+            close(rfd);
+        }
     }
     char *interp = NULL, *arg = NULL;
     if (n > 0 && pdk_exec_parse_shebang(header, (size_t)n, &interp, &arg)) {
@@ -590,13 +634,19 @@ static void expand(pdk_exec_target *t, const pdk_exec_call *call, pdk_exec_known
         close(pf.fd);
 }
 
-void pdk_exec_target_resolve(const pdk_exec_call *call, pdk_exec_known *known,
+int pdk_exec_open_root(pid_t pid)
+{
+    char where[64];
+    snprintf(where, sizeof(where), "/proc/%d/root", (int)pid);
+    return open(where, O_PATH | O_DIRECTORY | O_CLOEXEC);
+}
+
+void pdk_exec_target_resolve(const pdk_exec_call *call, int root_fd, pdk_exec_known *known,
                              pdk_exec_target *out)
 {
     memset(out, 0, sizeof(*out));
-    char where[64];
-    snprintf(where, sizeof(where), "/proc/%d/root", (int)call->pid);
-    _cleanup_close_ int root = open(where, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    _cleanup_close_ int own_root = root_fd < 0 ? pdk_exec_open_root(call->pid) : -1;
+    int root = root_fd >= 0 ? root_fd : own_root;
     if (known && !known->filled && root >= 0)
         known_fill(known, root);
 

@@ -72,18 +72,27 @@ typedef struct pdk_exec_call {
     char *const *argv; /* whole, NULL-terminated, at least one word */
 } pdk_exec_call;
 
-/* Fill out (which is overwritten) for call. known may be NULL. Never fails: what cannot be
- * found is left out (the exec is then judged by argv and the path given). */
-void pdk_exec_target_resolve(const pdk_exec_call *call, pdk_exec_known *known,
+/* The root directory of pid (O_PATH), or -1 with errno. */
+int pdk_exec_open_root(pid_t pid);
+
+/* Fill out (which is overwritten) for call. root_fd: the process's root when the caller
+ * knows it (every process of a sandbox without nested user namespaces has its init's), or
+ * -1 to open /proc/PID/root. known may be NULL. Never fails: what cannot be found is left
+ * out (the exec is then judged by argv and the path given). */
+void pdk_exec_target_resolve(const pdk_exec_call *call, int root_fd, pdk_exec_known *known,
                              pdk_exec_target *out);
 void pdk_exec_target_free(pdk_exec_target *target);
 
 /* ---- the parsers, exposed for the unit tests and fuzz_exec ---- */
 
-/* The interpreter line of a script (the first len bytes of the file), as the kernel reads
- * it: "#!", blanks, the interpreter, and the rest of the line (trailing blanks removed) as
- * one argument. false when buf is not a script or the line is cut before the interpreter's
- * end. *interpreter and *argument (NULL when none) are new strings. */
+/* What the kernel reads of a file to know its format (BINPRM_BUF_SIZE). */
+#define PDK_EXEC_HEADER_SIZE 256
+
+/* The interpreter line of a script (the first len bytes of the file: all of it when len is
+ * below PDK_EXEC_HEADER_SIZE), as the kernel reads it: "#!", blanks, the interpreter, and
+ * the rest of the line (trailing blanks removed) as one argument. false when buf is not a
+ * script or the line is cut before the interpreter's end. *interpreter and *argument (NULL
+ * when none) are new strings. */
 bool pdk_exec_parse_shebang(const char *buf, size_t len, char **interpreter, char **argument);
 
 /* Whether a file's base name is a dynamic loader's (ld-linux*.so*, ld-musl-*.so*, ld.so,

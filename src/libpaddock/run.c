@@ -1534,6 +1534,7 @@ int pdk_run(const pdk_run_options *given, pdk_run_report *report, pdk_error *err
                 watch.path_list = xstrdup(st.cfg.envp[i] + 5);
         watch.handler.known_names = watch.known_names;
         watch.handler.path_list = watch.path_list;
+        watch.handler.one_root = !st.cfg.nested_userns;
         st.cfg.exec_handler = &watch.handler;
         /* Connects are watched only when some rule confines. */
         for (size_t i = 0; i < st.policy->commands.count; i++)
