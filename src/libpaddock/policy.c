@@ -1341,7 +1341,7 @@ static void example(parse_state *st, const char *field, yaml_node_t *n)
     if (!mapping_values(st, field, n, keys, PDK_ARRAY_SIZE(keys), values))
         return;
     yaml_node_t *command = values[0], *argv = values[1], *decision = values[2], *under = values[3];
-    char **under_argv = NULL;
+    _cleanup_strv_ char **under_argv = NULL;
     if (under) {
         _cleanup_free_ char *ufield = xasprintf("%s.under", field);
         const char *line = scalar_text(st, ufield, under, "a command line (of the installer)");
@@ -1360,7 +1360,6 @@ static void example(parse_state *st, const char *field, yaml_node_t *n)
     }
     _cleanup_free_ char *dfield = xasprintf("%s.decision", field);
     if (!parse_decision(st, dfield, decision, &d)) {
-        pdk_strv_free(under_argv);
         return;
     }
     if ((command != NULL) == (argv != NULL)) {
@@ -1368,7 +1367,6 @@ static void example(parse_state *st, const char *field, yaml_node_t *n)
                   "%s: an example needs either \"command\" (a command line) or \"argv\" (a "
                   "list of words)",
                   field);
-        pdk_strv_free(under_argv);
         return;
     }
     char **words = NULL;
@@ -1380,8 +1378,7 @@ static void example(parse_state *st, const char *field, yaml_node_t *n)
             if (line)
                 diag_node(st, command,
                           "%s: the command line is empty (give the command to check)", cfield);
-            pdk_strv_free(under_argv);
-            return;
+                return;
         }
         words = pdk_policy_example_argv(line);
         shown = xstrdup(line);
@@ -1392,8 +1389,7 @@ static void example(parse_state *st, const char *field, yaml_node_t *n)
         if (!list_items(st, afield, argv, &items, &nitems) || nitems == 0) {
             if (nitems == 0 && argv->type == YAML_SEQUENCE_NODE)
                 diag_node(st, argv, "%s: the list is empty (give at least the command)", afield);
-            pdk_strv_free(under_argv);
-            return;
+                return;
         }
         pdk_buf b = {0};
         for (size_t i = 0; i < nitems; i++) {
@@ -1403,8 +1399,7 @@ static void example(parse_state *st, const char *field, yaml_node_t *n)
             if (!w) {
                 pdk_strv_free(words);
                 pdk_buf_free(&b);
-                pdk_strv_free(under_argv);
-                return;
+                        return;
             }
             pdk_strv_push(&words, w);
             pdk_buf_printf(&b, "%s%s", i ? " " : "", w);
@@ -1414,7 +1409,7 @@ static void example(parse_state *st, const char *field, yaml_node_t *n)
     }
     st->examples = xrealloc(st->examples, (st->nexamples + 1) * sizeof(*st->examples));
     st->examples[st->nexamples++] = (pending_example){.argv = words,
-                                                      .under = under_argv,
+                                                      .under = steal_pointer(&under_argv),
                                                       .shown = shown,
                                                       .expected = d,
                                                       .node = n,
