@@ -68,13 +68,12 @@ static void setup(void)
 static pdk_decision judged(char *const *argv, char *const *names, char *const *under)
 {
     char *const *ancestors[] = {under, NULL};
-    pdk_command_query q = {.argv = argv, .names = names,
-                           .ancestors = under ? (char *const *const *)ancestors : NULL};
+    pdk_command_query q = {
+        .argv = argv, .names = names, .ancestors = under ? (char *const *const *)ancestors : NULL};
     pdk_command_verdict a, b;
     pdk_command_rules_judge_query(&rules, &q, &a);
     pdk_command_rules_judge_query(&rules, &q, &b);
-    if (a.decision != b.decision || a.rule != b.rule || a.decision > PDK_DECISION_DENY ||
-        !a.reason)
+    if (a.decision != b.decision || a.rule != b.rule || a.decision > PDK_DECISION_DENY || !a.reason)
         abort();
     if (pdk_command_rules_starts_under(&rules, &q) != pdk_command_rules_starts_under(&rules, &q))
         abort();

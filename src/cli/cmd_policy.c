@@ -74,11 +74,13 @@ typedef struct check_request {
 static int parse_options(int argc, char **argv, const char **policy, bool *json,
                          check_request *request)
 {
-    static const struct option options[] = {
-        {"policy", required_argument, NULL, 'p'}, {"json", no_argument, NULL, 'j'},
-        {"url", required_argument, NULL, 'u'},    {"method", required_argument, NULL, 'm'},
-        {"under", required_argument, NULL, 'U'},  {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
+    static const struct option options[] = {{"policy", required_argument, NULL, 'p'},
+                                            {"json", no_argument, NULL, 'j'},
+                                            {"url", required_argument, NULL, 'u'},
+                                            {"method", required_argument, NULL, 'm'},
+                                            {"under", required_argument, NULL, 'U'},
+                                            {"help", no_argument, NULL, 'h'},
+                                            {NULL, 0, NULL, 0}};
     opterr = 0;
     optind = 1;
     int c;

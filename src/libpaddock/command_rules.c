@@ -140,8 +140,8 @@ void pdk_command_rules_add(pdk_command_rules *rules, char *const *const *tokens,
     r->under_count = 0;
 }
 
-void pdk_command_rules_add_under(pdk_command_rules *rules, size_t rule,
-                                 char *const *const *tokens, size_t token_count)
+void pdk_command_rules_add_under(pdk_command_rules *rules, size_t rule, char *const *const *tokens,
+                                 size_t token_count)
 {
     if (rule >= rules->count)
         return;
@@ -211,7 +211,6 @@ bool pdk_command_rule_matches(const pdk_command_rule *rule, char *const *argv)
     return true;
 }
 
-
 /* ---- the forms of a command ----
  *
  * A command is judged as given and in the forms its tool would see it in: global options
@@ -245,17 +244,9 @@ static bool same_argv(char *const *a, char *const *b)
 }
 
 /* The form [argv0, w1, w2, rest...] (w1, w2 may be NULL). */
-static void add_form(forms *f, const char *argv0, const char *w1, const char *w2,
-                     char *const *rest)
+static void add_form(forms *f, const char *argv0, const char *w1, const char *w2, char *const *rest)
 {
-    size_t n = pdk_strv_length(rest), k = 0;
-    char **a = xmalloc((n + 4) * sizeof(char *));
-    a[k++] = (char *)argv0;
-    if (w1)
-        a[k++] = (char *)w1;
-    if (w2)
-        a[k++] = (char *)w2;
-    memcpy(a + k, rest, (n + 1) * sizeof(char *));
+    char **a = pdk_strv_view((const char *const[]){argv0, w1, w2}, 3, rest);
     for (size_t i = 0; i < f->count; i++)
         if (same_argv(f->argv[i], a)) {
             free(a);
@@ -396,8 +387,8 @@ static void skip_options(const tool_syntax *s, char *const *argv, size_t i, unsi
             i++;
             break;
         }
-        if (in_words(s->flags, a) || is_flag_cluster(s, a) ||
-            (a[1] == '-' && strchr(a, '=')) || (s->no_flags && pdk_str_has_prefix(a, "--no-"))) {
+        if (in_words(s->flags, a) || is_flag_cluster(s, a) || (a[1] == '-' && strchr(a, '=')) ||
+            (s->no_flags && pdk_str_has_prefix(a, "--no-"))) {
             i++;
             continue;
         }
@@ -597,8 +588,9 @@ static void judge(const judge_context *c, char *const *argv, int depth, pdk_comm
     if (own >= 0)
         consider(v, rules->rules[own].decision, own, rule_reason(rules, own));
     if (f.hidden && own < 0)
-        consider_hidden(rules, v, "a command whose subcommand paddock cannot tell (an alias "
-                                  "defined on its command line, or options it does not know)");
+        consider_hidden(rules, v,
+                        "a command whose subcommand paddock cannot tell (an alias "
+                        "defined on its command line, or options it does not know)");
     forms_free(&f);
 
     /* The dynamic loader runs its operand. */
@@ -607,9 +599,7 @@ static void judge(const judge_context *c, char *const *argv, int depth, pdk_comm
                          ? pdk_exec_loader_program(argv, &argv0)
                          : 0;
     if (program > 0) {
-        size_t n = pdk_strv_length(argv + program);
-        char **p = xmalloc((n + 1) * sizeof(char *));
-        memcpy(p, argv + program, (n + 1) * sizeof(char *));
+        char **p = pdk_strv_view(NULL, 0, argv + program);
         if (argv0) {
             /* judged under both names: the file and what it is told it is */
             judge(c, p, depth + 1, v);
@@ -655,9 +645,7 @@ static bool each_name(const pdk_command_query *q, bool (*fn)(char *const *argv, 
         return true;
     if (!q->names || !q->names[0])
         return false;
-    size_t n = pdk_strv_length(q->argv);
-    char **a = xmalloc((n + 1) * sizeof(char *));
-    memcpy(a, q->argv, (n + 1) * sizeof(char *));
+    char **a = pdk_strv_view(NULL, 0, q->argv);
     bool stop = false;
     for (size_t i = 0; q->names[i] && !stop; i++) {
         bool seen = strcmp(q->names[i], q->argv[0]) == 0;

@@ -87,8 +87,8 @@ void pdk_command_rules_add(pdk_command_rules *rules, char *const *const *tokens,
                            pdk_decision decision, const char *reason);
 
 /* Add an `under` pattern to rule number rule (copies everything). */
-void pdk_command_rules_add_under(pdk_command_rules *rules, size_t rule,
-                                 char *const *const *tokens, size_t token_count);
+void pdk_command_rules_add_under(pdk_command_rules *rules, size_t rule, char *const *const *tokens,
+                                 size_t token_count);
 
 /* What is judged: a command and what the caller knows of it. */
 typedef struct pdk_command_query {

@@ -44,7 +44,7 @@ struct pdk_exec_listener {
     pdk_exec_known *known; /* the identities of the commands the rules name */
     bool one_root;         /* every process has the sandbox's root: opened once, in root */
     int root;
-    pthread_t thread;      /* serve() */
+    pthread_t thread; /* serve() */
     bool thread_started;
     int stop_fd;    /* eventfd: the thread stops */
     int handoff_fd; /* eventfd: requests for the loop (on_handoff) */
@@ -96,9 +96,9 @@ static size_t to_page_end(uint64_t addr, size_t max)
 #define FAST_ARG_LEN 256 /* bytes of each argument read at once */
 
 typedef struct argv_read {
-    char *path;            /* NULL when unreadable */
-    char **argv;           /* whole, or NULL (state says why) */
-    size_t argc, bytes;    /* counted as far as read */
+    char *path;         /* NULL when unreadable */
+    char **argv;        /* whole, or NULL (state says why) */
+    size_t argc, bytes; /* counted as far as read */
     pdk_exec_argv_state state;
 } argv_read;
 
@@ -172,7 +172,8 @@ static void read_exec(pid_t pid, uint64_t path_addr, uint64_t argv_addr, argv_re
     for (size_t start = 0; start < have && out->state == PDK_EXEC_ARGV_WHOLE;) {
         size_t batch = have - start < MAX_IOV ? have - start : MAX_IOV;
         for (size_t i = 0; i < batch; i++) {
-            l[i] = (struct iovec){bufs + i * FAST_ARG_LEN, to_page_end(ptrs[start + i], FAST_ARG_LEN)};
+            l[i] =
+                (struct iovec){bufs + i * FAST_ARG_LEN, to_page_end(ptrs[start + i], FAST_ARG_LEN)};
             r[i] = (struct iovec){(void *)(uintptr_t)ptrs[start + i], l[i].iov_len};
         }
         ssize_t got = process_vm_readv(pid, l, batch, r, batch, 0);

@@ -15,10 +15,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define MAX_HOPS        40  /* symlinks followed, as the kernel (ELOOP) */
-#define MAX_NAMES       16  /* names of one executable */
-#define MAX_SCRIPT_LEVEL 4  /* interpreters of interpreters, as the kernel */
-#define MAX_COMPARE     (256 * 1024 * 1024) /* a copy larger than this is not compared */
+#define MAX_HOPS         40                  /* symlinks followed, as the kernel (ELOOP) */
+#define MAX_NAMES        16                  /* names of one executable */
+#define MAX_SCRIPT_LEVEL 4                   /* interpreters of interpreters, as the kernel */
+#define MAX_COMPARE      (256 * 1024 * 1024) /* a copy larger than this is not compared */
 
 /* ---- the parsers ---- */
 
@@ -66,7 +66,7 @@ bool pdk_exec_is_loader_name(const char *name)
 size_t pdk_exec_loader_program(char *const *argv, const char **argv0)
 {
     static const char *const with_value[] = {
-        "--library-path", "--inhibit-rpath", "--audit", "--preload", "--argv0",
+        "--library-path",        "--inhibit-rpath",     "--audit", "--preload", "--argv0",
         "--glibc-hwcaps-prefix", "--glibc-hwcaps-mask", NULL};
     static const char *const runs_none[] = {"--help", "--version", "--list-tunables",
                                             "--list-diagnostics", NULL};
@@ -174,7 +174,7 @@ static int open_readable_in_root(int root, const char *path)
 
 /* A file found: its O_PATH fd, what it is called, and its names on the way. */
 typedef struct found {
-    int fd;       /* -1 when not found */
+    int fd; /* -1 when not found */
     struct stat st;
     char *file;   /* the path reached (owned by the target), NULL when unknown */
     char **names; /* pointer list (strings owned by the target) */
@@ -226,7 +226,8 @@ static bool proc_magic(pid_t pid, const char *cur, char *host, size_t size)
         snprintf(host, size, "/proc/%d/exe", (int)pid);
         return true;
     }
-    if (!pdk_str_has_prefix(rest, "fd/") || !rest[3] || strspn(rest + 3, "0123456789") != strlen(rest + 3))
+    if (!pdk_str_has_prefix(rest, "fd/") || !rest[3] ||
+        strspn(rest + 3, "0123456789") != strlen(rest + 3))
         return false;
     snprintf(host, size, "/proc/%d/fd/%s", (int)pid, rest + 3);
     return true;
@@ -274,8 +275,8 @@ static void follow_path(pdk_exec_target *t, int root, pid_t pid, const char *pat
             cur = steal_pointer(&target);
         } else {
             char *slash = strrchr(cur, '/');
-            char *next = slash ? xasprintf("%.*s/%s", (int)(slash - cur), cur, target)
-                               : xstrdup(target);
+            char *next =
+                slash ? xasprintf("%.*s/%s", (int)(slash - cur), cur, target) : xstrdup(target);
             free(cur);
             cur = next;
         }
@@ -396,8 +397,7 @@ void pdk_exec_known_free(pdk_exec_known *k)
     free(k);
 }
 
-static void known_add(pdk_exec_known *k, int root, const char *name, const char *path,
-                      bool loader)
+static void known_add(pdk_exec_known *k, int root, const char *name, const char *path, bool loader)
 {
     int fd = open_in_root(root, path, true);
     struct stat st;
@@ -409,7 +409,7 @@ static void known_add(pdk_exec_known *k, int root, const char *name, const char 
                 strcmp(k->files[i].name, name) == 0)
                 goto out;
         k->files = xrealloc(k->files, (k->count + 1) * sizeof(*k->files));
-        k->files[k->count++] = (struct known_file){st.st_dev, st.st_ino, st.st_size,
+        k->files[k->count++] = (struct known_file){st.st_dev,     st.st_ino,     st.st_size,
                                                    xstrdup(name), xstrdup(path), loader};
     }
 out:
@@ -541,20 +541,6 @@ static size_t add_subject(pdk_exec_target *t, char **argv, char **names, const c
     return t->count++;
 }
 
-/* [w0, w1, w2, rest...] as a pointer array (w1, w2 may be NULL). */
-static char **argv_of(const char *w0, const char *w1, const char *w2, char *const *rest)
-{
-    size_t n = pdk_strv_length(rest), k = 0;
-    char **a = xmalloc((n + 4) * sizeof(char *));
-    a[k++] = (char *)w0;
-    if (w1)
-        a[k++] = (char *)w1;
-    if (w2)
-        a[k++] = (char *)w2;
-    memcpy(a + k, rest, (n + 1) * sizeof(char *));
-    return a;
-}
-
 static bool any_loader_name(char *const *names)
 {
     for (size_t i = 0; names && names[i]; i++)
@@ -562,6 +548,10 @@ static bool any_loader_name(char *const *names)
             return true;
     return false;
 }
+
+static void add_found(pdk_exec_target *t, const pdk_exec_call *call, pdk_exec_known *known,
+                      int root, char **argv, found *f, const char *role, const char *filename,
+                      int level);
 
 /* What subject s (its file open as f) runs besides itself: a script's interpreter, the
  * loader's program. filename is what the kernel calls the file (bprm->filename). */
@@ -597,14 +587,9 @@ static void expand(pdk_exec_target *t, const pdk_exec_call *call, pdk_exec_known
         find_file(t, root, call->pid, AT_FDCWD, interp, 0, &i);
         push(&i.names, interp);
         char *const *argv = t->subjects[s].argv;
-        size_t k = add_subject(t, argv_of(interp, arg, filename, argv[0] ? argv + 1 : argv), NULL,
-                               i.file, "interpreter");
-        if (i.nameless && !t->nameless)
-            t->nameless = i.nameless;
-        expand(t, call, known, root, k, &i, interp, level + 1);
-        free(i.names);
-        if (i.fd >= 0)
-            close(i.fd);
+        char **iargv = pdk_strv_view((const char *const[]){interp, arg, filename}, 3,
+                                     argv[0] ? argv + 1 : argv);
+        add_found(t, call, known, root, iargv, &i, "interpreter", interp, level + 1);
         return;
     }
     if (!loader)
@@ -624,14 +609,24 @@ static void expand(pdk_exec_target *t, const pdk_exec_call *call, pdk_exec_known
     push(&pf.names, program);
     if (argv0)
         push(&pf.names, argv0);
-    size_t k = add_subject(t, argv_of(argv0 ? argv0 : program, NULL, NULL, argv + p + 1), NULL,
-                           pf.file, "program");
-    if (pf.nameless && !t->nameless)
-        t->nameless = pf.nameless;
-    expand(t, call, known, root, k, &pf, program, level + 1);
-    free(pf.names);
-    if (pf.fd >= 0)
-        close(pf.fd);
+    char **pargv = pdk_strv_view((const char *const[]){argv0 ? argv0 : program}, 1, argv + p + 1);
+    add_found(t, call, known, root, pargv, &pf, "program", program, level + 1);
+}
+
+/* A subject for argv run from the file f found (taken), and what it runs in turn. */
+static void add_found(pdk_exec_target *t, const pdk_exec_call *call, pdk_exec_known *known,
+                      int root, char **argv, found *f, const char *role, const char *filename,
+                      int level)
+{
+    size_t k = add_subject(t, argv, NULL, f->file, role);
+    if (f->nameless && !t->nameless)
+        t->nameless = f->nameless;
+    expand(t, call, known, root, k, f, filename, level);
+    free(f->names);
+    f->names = NULL;
+    if (f->fd >= 0)
+        close(f->fd);
+    f->fd = -1;
 }
 
 int pdk_exec_open_root(pid_t pid)
@@ -667,9 +662,8 @@ void pdk_exec_target_resolve(const pdk_exec_call *call, int root_fd, pdk_exec_kn
     const char *filename = call->path;
     if (!call->path[0] || (call->path[0] != '/' && call->dirfd != AT_FDCWD))
         filename = own(out, call->path[0] ? xasprintf("/dev/fd/%d/%s", call->dirfd, call->path)
-                                           : xasprintf("/dev/fd/%d", call->dirfd));
-    size_t s = add_subject(out, argv_of(call->argv[0], NULL, NULL, call->argv + 1), NULL, f.file,
-                           "exec");
+                                          : xasprintf("/dev/fd/%d", call->dirfd));
+    size_t s = add_subject(out, pdk_strv_view(NULL, 0, call->argv), NULL, f.file, "exec");
     expand(out, call, known, root, s, &f, filename, 1);
     free(f.names);
     if (f.fd >= 0)

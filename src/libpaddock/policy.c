@@ -1374,11 +1374,12 @@ static void example(parse_state *st, const char *field, yaml_node_t *n)
     if (command) {
         _cleanup_free_ char *cfield = xasprintf("%s.command", field);
         const char *line = scalar_text(st, cfield, command, "a command line");
-        if (!line || !*line) {
-            if (line)
-                diag_node(st, command,
-                          "%s: the command line is empty (give the command to check)", cfield);
-                return;
+        if (!line)
+            return;
+        if (!*line) {
+            diag_node(st, command, "%s: the command line is empty (give the command to check)",
+                      cfield);
+            return;
         }
         words = pdk_policy_example_argv(line);
         shown = xstrdup(line);
@@ -1386,10 +1387,11 @@ static void example(parse_state *st, const char *field, yaml_node_t *n)
         yaml_node_item_t *items;
         size_t nitems = 0;
         _cleanup_free_ char *afield = xasprintf("%s.argv", field);
-        if (!list_items(st, afield, argv, &items, &nitems) || nitems == 0) {
-            if (nitems == 0 && argv->type == YAML_SEQUENCE_NODE)
-                diag_node(st, argv, "%s: the list is empty (give at least the command)", afield);
-                return;
+        if (!list_items(st, afield, argv, &items, &nitems))
+            return;
+        if (nitems == 0) {
+            diag_node(st, argv, "%s: the list is empty (give at least the command)", afield);
+            return;
         }
         pdk_buf b = {0};
         for (size_t i = 0; i < nitems; i++) {
@@ -1399,7 +1401,7 @@ static void example(parse_state *st, const char *field, yaml_node_t *n)
             if (!w) {
                 pdk_strv_free(words);
                 pdk_buf_free(&b);
-                        return;
+                return;
             }
             pdk_strv_push(&words, w);
             pdk_buf_printf(&b, "%s%s", i ? " " : "", w);

@@ -886,13 +886,13 @@ typedef struct installer_proc {
     char **argv;              /* its first words */
 } installer_proc;
 
-#define MAX_INSTALLERS      256 /* alive at once; the oldest dead ones make room */
-#define INSTALLER_WORDS     64  /* of an installer's argv kept for `under` */
-#define MAX_ANCESTRY        64  /* parents looked at for `under` */
-#define AUDIT_ARGS          16384       /* an argv recorded whole up to this many ... */
-#define AUDIT_ARGV_BYTES    (1 << 20)   /* ... and bytes; else its first words and counts */
-#define AUDIT_ARGS_EXCERPT  1024
-#define LINE_MAX_SHOWN      2000 /* of a command line shown on stderr */
+#define MAX_INSTALLERS     256       /* alive at once; the oldest dead ones make room */
+#define INSTALLER_WORDS    64        /* of an installer's argv kept for `under` */
+#define MAX_ANCESTRY       64        /* parents looked at for `under` */
+#define AUDIT_ARGS         16384     /* an argv recorded whole up to this many ... */
+#define AUDIT_ARGV_BYTES   (1 << 20) /* ... and bytes; else its first words and counts */
+#define AUDIT_ARGS_EXCERPT 1024
+#define LINE_MAX_SHOWN     2000 /* of a command line shown on stderr */
 
 /* What the run keeps for the exec listener: judge_exec and connect_allowed run on the
  * listener's thread, ask_exec and the approvals' polling on the loop; lock guards what both
@@ -916,7 +916,7 @@ typedef struct exec_watch {
     size_t ninstallers;
     char **known_names; /* the commands the rules name (exec_target.h's identities) */
     char *path_list;    /* the sandbox's PATH */
-    char **rule_names; /* pdk_policy_describe_rule's, by rule + 1 (0: the default), made once */
+    char **rule_names;  /* pdk_policy_describe_rule's, by rule + 1 (0: the default), made once */
 } exec_watch;
 
 /* How the rule decided, as pdk_policy_describe_rule says it (owned by w). */
@@ -1196,9 +1196,9 @@ static json_t *exec_event(exec_watch *w, pdk_exec_request *req, const pdk_comman
                           const char *how)
 {
     const pdk_exec_target *t = req->target;
-    json_t *o = json_pack("{s:s, s:i, s:s, s:s, s:s}", "path", req->path, "pid", (int)req->pid,
-                          "decision", pdk_decision_name(v->decision), "decided_by", how, "reason",
-                          v->reason);
+    json_t *o =
+        json_pack("{s:s, s:i, s:s, s:s, s:s}", "path", req->path, "pid", (int)req->pid, "decision",
+                  pdk_decision_name(v->decision), "decided_by", how, "reason", v->reason);
     add_argv(o, req->argv, req->argc, req->argv_bytes);
     const char *file = t && t->count > 0 && t->subjects[0].file[0] ? t->subjects[0].file : NULL;
     json_object_set_new(o, "file", file ? json_string(file) : json_null());

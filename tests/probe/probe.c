@@ -547,8 +547,8 @@ static int check_net_get(int argc, char **argv)
                       (struct sockaddr *)&addr, sizeof(addr));
     } else if (strcmp(mode, "sendmsg-fastopen") == 0) {
         struct iovec iov = {request, (size_t)len};
-        struct msghdr msg = {.msg_name = &addr, .msg_namelen = sizeof(addr), .msg_iov = &iov,
-                             .msg_iovlen = 1};
+        struct msghdr msg = {
+            .msg_name = &addr, .msg_namelen = sizeof(addr), .msg_iov = &iov, .msg_iovlen = 1};
         sent = sendmsg(fd, &msg, MSG_FASTOPEN | MSG_NOSIGNAL);
     } else {
         close(fd);

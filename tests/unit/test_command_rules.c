@@ -12,14 +12,11 @@
 
 #include <cmocka.h>
 
-/* rule(rules, decision, reason, "tok", "alt1|alt2", ...) with NULL at the end. */
-static void rule(pdk_command_rules *rules, pdk_decision d, const char *reason, ...)
+/* The tokens "tok", "alt1|alt2", ... of ap, up to NULL: their count. */
+static size_t pattern_of(va_list ap, char **tokens[16])
 {
-    char **tokens[16];
     size_t n = 0;
-    va_list ap;
-    va_start(ap, reason);
-    for (const char *t = va_arg(ap, const char *); t; t = va_arg(ap, const char *)) {
+    for (const char *t = va_arg(ap, const char *); t && n < 16; t = va_arg(ap, const char *)) {
         char **alts = NULL;
         _cleanup_free_ char *copy = xstrdup(t);
         char *save = NULL;
@@ -27,6 +24,16 @@ static void rule(pdk_command_rules *rules, pdk_decision d, const char *reason, .
             pdk_strv_push(&alts, a);
         tokens[n++] = alts;
     }
+    return n;
+}
+
+/* rule(rules, decision, reason, "tok", "alt1|alt2", ...) with NULL at the end. */
+static void rule(pdk_command_rules *rules, pdk_decision d, const char *reason, ...)
+{
+    char **tokens[16];
+    va_list ap;
+    va_start(ap, reason);
+    size_t n = pattern_of(ap, tokens);
     va_end(ap);
     pdk_command_rules_add(rules, (char *const *const *)tokens, n, d, reason);
     for (size_t i = 0; i < n; i++)
@@ -242,22 +249,13 @@ static void test_index_agrees_with_every_rule(void **state)
     pdk_command_rules_free(&r);
 }
 
-
 /* An `under` pattern for the last rule added: "tok", "alt1|alt2", ..., NULL. */
 static void under(pdk_command_rules *rules, ...)
 {
     char **tokens[16];
-    size_t n = 0;
     va_list ap;
     va_start(ap, rules);
-    for (const char *t = va_arg(ap, const char *); t; t = va_arg(ap, const char *)) {
-        char **alts = NULL;
-        _cleanup_free_ char *copy = xstrdup(t);
-        char *save = NULL;
-        for (char *a = strtok_r(copy, "|", &save); a; a = strtok_r(NULL, "|", &save))
-            pdk_strv_push(&alts, a);
-        tokens[n++] = alts;
-    }
+    size_t n = pattern_of(ap, tokens);
     va_end(ap);
     pdk_command_rules_add_under(rules, rules->count - 1, (char *const *const *)tokens, n);
     for (size_t i = 0; i < n; i++)
@@ -268,7 +266,8 @@ static pdk_decision decide(const pdk_command_rules *rules, char *const *argv, ch
                            char *const *ancestor)
 {
     char *const *ancestors[] = {ancestor, NULL};
-    pdk_command_query q = {.argv = argv, .names = names,
+    pdk_command_query q = {.argv = argv,
+                           .names = names,
                            .ancestors = ancestor ? (char *const *const *)ancestors : NULL};
     pdk_command_verdict v;
     pdk_command_rules_judge_query(rules, &q, &v);
@@ -330,9 +329,9 @@ static void test_global_options(void **state)
         if (decide(&r, allows[i], NULL, NULL) != PDK_DECISION_ALLOW)
             fail_msg("case %zu (%s %s ...) is not allow", i, allows[i][0], allows[i][1]);
     /* many options a table does not know: what runs cannot be told */
-    assert_int_equal(decide(&r, ARGV("git", "--a", "--b", "--c", "--d", "--e", "status"), NULL,
-                            NULL),
-                     PDK_DECISION_ASK);
+    assert_int_equal(
+        decide(&r, ARGV("git", "--a", "--b", "--c", "--d", "--e", "status"), NULL, NULL),
+        PDK_DECISION_ASK);
     pdk_command_rules_free(&r);
 }
 
@@ -349,9 +348,9 @@ static void test_names_and_loader(void **state)
     assert_int_equal(decide(&r, ARGV("./ls", "x"), ARGV("./ls", "/opt/tool/bin/t"), NULL),
                      PDK_DECISION_DENY);
     /* the dynamic loader's program, with and without --argv0 */
-    assert_int_equal(decide(&r, ARGV("/lib64/ld-linux-x86-64.so.2", "/usr/bin/touch", "f"), NULL,
-                            NULL),
-                     PDK_DECISION_DENY);
+    assert_int_equal(
+        decide(&r, ARGV("/lib64/ld-linux-x86-64.so.2", "/usr/bin/touch", "f"), NULL, NULL),
+        PDK_DECISION_DENY);
     assert_int_equal(decide(&r,
                             ARGV("ld-linux-x86-64.so.2", "--preload", "", "--library-path", "/x",
                                  "--argv0", "ls", "/usr/bin/touch"),
@@ -359,13 +358,13 @@ static void test_names_and_loader(void **state)
                      PDK_DECISION_DENY);
     assert_int_equal(decide(&r, ARGV("/lib/ld-musl-x86_64.so.1", "--", "git", "push"), NULL, NULL),
                      PDK_DECISION_ASK);
-    assert_int_equal(decide(&r, ARGV("/lib64/ld-linux-x86-64.so.2", "--list", "/usr/bin/ls"), NULL,
-                            NULL),
-                     PDK_DECISION_ALLOW);
+    assert_int_equal(
+        decide(&r, ARGV("/lib64/ld-linux-x86-64.so.2", "--list", "/usr/bin/ls"), NULL, NULL),
+        PDK_DECISION_ALLOW);
     /* the loader through a shell */
-    assert_int_equal(decide(&r, ARGV("sh", "-c", "/lib64/ld-linux-x86-64.so.2 /usr/bin/touch f"),
-                            NULL, NULL),
-                     PDK_DECISION_DENY);
+    assert_int_equal(
+        decide(&r, ARGV("sh", "-c", "/lib64/ld-linux-x86-64.so.2 /usr/bin/touch f"), NULL, NULL),
+        PDK_DECISION_DENY);
     pdk_command_rules_free(&r);
 }
 
@@ -384,8 +383,9 @@ static void test_under(void **state)
     /* below one: it does, through the shell too */
     assert_int_equal(decide(&r, ARGV("sh", "-c", "node install.js"), NULL, npm),
                      PDK_DECISION_CONFINE);
-    assert_int_equal(decide(&r, ARGV("node-gyp", "rebuild"), NULL, ARGV("npm", "--prefix", "d", "ci")),
-                     PDK_DECISION_CONFINE);
+    assert_int_equal(
+        decide(&r, ARGV("node-gyp", "rebuild"), NULL, ARGV("npm", "--prefix", "d", "ci")),
+        PDK_DECISION_CONFINE);
     /* below an npm that installs nothing: not */
     assert_int_equal(decide(&r, ARGV("sh", "-c", "jest"), NULL, ARGV("npm", "test")),
                      PDK_DECISION_ALLOW);

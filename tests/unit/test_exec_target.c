@@ -44,7 +44,14 @@ static void test_shebang(void **state)
     assert_string_equal(interp, "/usr/bin/perl");
     free(interp);
     /* not scripts, or no interpreter */
-    static const char *const no[] = {"", "#", "#/bin/sh\n", "\x7f" "ELF", "#!\n", "#!   \n", NULL};
+    static const char *const no[] = {"",
+                                     "#",
+                                     "#/bin/sh\n",
+                                     "\x7f"
+                                     "ELF",
+                                     "#!\n",
+                                     "#!   \n",
+                                     NULL};
     for (size_t i = 0; no[i]; i++) {
         assert_false(pdk_exec_parse_shebang(no[i], strlen(no[i]), &interp, &arg));
         assert_null(interp);
@@ -66,9 +73,13 @@ static void test_shebang(void **state)
 
 static void test_loader(void **state)
 {
-    static const char *const loaders[] = {"ld-linux-x86-64.so.2", "ld-linux-aarch64.so.1",
-                                          "ld-linux.so.2", "ld-musl-x86_64.so.1", "ld.so",
-                                          "ld-2.36.so", NULL};
+    static const char *const loaders[] = {"ld-linux-x86-64.so.2",
+                                          "ld-linux-aarch64.so.1",
+                                          "ld-linux.so.2",
+                                          "ld-musl-x86_64.so.1",
+                                          "ld.so",
+                                          "ld-2.36.so",
+                                          NULL};
     for (size_t i = 0; loaders[i]; i++)
         assert_true(pdk_exec_is_loader_name(loaders[i]));
     static const char *const others[] = {"ld", "ldd", "ld.bfd", "ld-wrapper", "gold", "bash", NULL};
@@ -77,9 +88,9 @@ static void test_loader(void **state)
     const char *argv0;
     assert_int_equal(pdk_exec_loader_program(ARGV("ld.so", "/usr/bin/touch", "f"), &argv0), 1);
     assert_null(argv0);
-    char *const *a = ARGV("ld.so", "--library-path", "/x", "--preload", "", "--audit", "a.so",
-                          "--inhibit-cache", "--argv0", "ls", "--inhibit-rpath", "", "--",
-                          "/usr/bin/touch", "f");
+    char *const *a =
+        ARGV("ld.so", "--library-path", "/x", "--preload", "", "--audit", "a.so", "--inhibit-cache",
+             "--argv0", "ls", "--inhibit-rpath", "", "--", "/usr/bin/touch", "f");
     assert_int_equal(pdk_exec_loader_program(a, &argv0), 13);
     assert_string_equal(argv0, "ls");
     /* --list and --verify load the program (judged as running it) */
@@ -142,9 +153,12 @@ static void resolve(int dirfd, const char *path, int flags, char *const *argv,
 
 static void test_symlinks_and_paths(void **state)
 {
-    write_file("real", "\x7f" "ELF not really\n", 0755);
+    write_file("real",
+               "\x7f"
+               "ELF not really\n",
+               0755);
     _cleanup_free_ char *real = in_dir("real"), *link = in_dir("link"), *link2 = in_dir("link2");
-    assert_int_equal(symlink(real, link), 0);  /* absolute */
+    assert_int_equal(symlink(real, link), 0);    /* absolute */
     assert_int_equal(symlink("link", link2), 0); /* relative */
     pdk_exec_target t;
     resolve(AT_FDCWD, link2, 0, ARGV("ls", "x"), NULL, &t);
@@ -257,7 +271,10 @@ static void test_identity(void **state)
 
 static void test_interpreter_and_loader(void **state)
 {
-    write_file("interp", "\x7f" "ELF\n", 0755);
+    write_file("interp",
+               "\x7f"
+               "ELF\n",
+               0755);
     _cleanup_free_ char *interp = in_dir("interp"), *script = in_dir("script"),
                         *script2 = in_dir("script2"), *loader = in_dir("ld-linux-x86-64.so.2"),
                         *prog = in_dir("prog");
@@ -281,8 +298,14 @@ static void test_interpreter_and_loader(void **state)
     pdk_exec_target_free(&t);
 
     /* the loader, recognised by its name: its program and --argv0 */
-    write_file("ld-linux-x86-64.so.2", "\x7f" "ELF loader\n", 0755);
-    write_file("prog", "\x7f" "ELF prog\n", 0755);
+    write_file("ld-linux-x86-64.so.2",
+               "\x7f"
+               "ELF loader\n",
+               0755);
+    write_file("prog",
+               "\x7f"
+               "ELF prog\n",
+               0755);
     resolve(AT_FDCWD, loader, 0, ARGV("ls", "--argv0", "cat", prog, "f"), NULL, &t);
     assert_int_equal(t.count, 2);
     assert_string_equal(t.subjects[1].role, "program");

@@ -290,8 +290,8 @@ static void test_arguments(void **state)
                                  conn);
                 assert_int_equal(verdict_args(a, v, "sendmsg", (uint64_t[6]){3, 0, flags[f]}),
                                  conn);
-                assert_int_equal(
-                    verdict_args(a, v, "sendmmsg", (uint64_t[6]){3, 0, 1, flags[f]}), conn);
+                assert_int_equal(verdict_args(a, v, "sendmmsg", (uint64_t[6]){3, 0, 1, flags[f]}),
+                                 conn);
             }
             static const uint64_t plain[] = {0, MSG_NOSIGNAL, MSG_DONTWAIT | MSG_MORE};
             for (size_t f = 0; f < sizeof(plain) / sizeof(plain[0]); f++) {
