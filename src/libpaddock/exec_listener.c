@@ -156,6 +156,12 @@ static void read_exec(pid_t pid, uint64_t path_addr, uint64_t argv_addr, argv_re
     char *nul = n >= (ssize_t)local[0].iov_len ? memchr(path_buf, '\0', local[0].iov_len) : NULL;
     out->path = nul ? xstrdup(path_buf) : read_string(pid, path_addr, 4096);
 
+    if (argv_addr == 0) {
+        /* no argv at all: the kernel runs it with an empty one */
+        out->argv = xcalloc(1, sizeof(char *));
+        out->state = PDK_EXEC_ARGV_WHOLE;
+        return;
+    }
     size_t have = n == (ssize_t)(local[0].iov_len + local[1].iov_len)
                       ? local[1].iov_len / sizeof(uint64_t)
                       : 0;

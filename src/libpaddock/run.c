@@ -1236,7 +1236,7 @@ static pdk_exec_answer judge_exec(void *arg, pdk_exec_request *req, char *messag
     run_state *st = w->st;
     const pdk_command_rules *rules = &st->policy->commands;
     /* The command's own exec was judged on its argv before the sandbox was made; judged
-     * again here on what it really runs, only a stricter decision counts. */
+     * again here on what it really runs, only a stricter decision counts (and is recorded). */
     bool first = !w->first_seen;
     w->first_seen = true;
     if (req->argv_state == PDK_EXEC_ARGV_TOO_LARGE)
@@ -1251,7 +1251,7 @@ static pdk_exec_answer judge_exec(void *arg, pdk_exec_request *req, char *messag
     _cleanup_free_ char *line = NULL; /* the command as one line, made when needed */
     pthread_mutex_lock(&w->lock);
     if (w->refused_line && req->pid == w->refused_pid) {
-        line = exec_line(req->argv);
+        line = argv_line(req->argv); /* whole: two commands alike in what is shown differ */
         if (strcmp(line, w->refused_line) == 0) {
             snprintf(message, message_size, "%s", w->refused_message);
             pthread_mutex_unlock(&w->lock);
@@ -1275,6 +1275,11 @@ static pdk_exec_answer judge_exec(void *arg, pdk_exec_request *req, char *messag
     }
     pdk_command_verdict v;
     judge_target(w, req, &v);
+    if (first && v.decision <= st->verdict.decision) {
+        /* decided (recorded, asked, confined) already, on the same or a stricter ground */
+        remember_installer(w, req->pid, installer_argv(rules, req));
+        return PDK_EXEC_ALLOW;
+    }
     const char *how = rule_name(w, v.rule);
     json_t *o = exec_event(w, req, &v, how);
     if (first)
@@ -1286,13 +1291,11 @@ static pdk_exec_answer judge_exec(void *arg, pdk_exec_request *req, char *messag
         snprintf(message, message_size, "paddock: %s: the exec is refused\n", err.message);
         return PDK_EXEC_DENY;
     }
-    if (first && v.decision <= st->verdict.decision)
-        v.decision = PDK_DECISION_ALLOW; /* decided (and asked, confined) already */
     switch (v.decision) {
     case PDK_DECISION_DENY:
         snprintf(message, message_size, "paddock: denied by the policy: %s (%s)\n", v.reason, how);
         if (!line)
-            line = exec_line(req->argv);
+            line = argv_line(req->argv);
         note_refusal(w, req->pid, line, message);
         return PDK_EXEC_DENY;
     case PDK_DECISION_CONFINE:
@@ -1365,12 +1368,13 @@ static pdk_exec_answer ask_exec(void *arg, pdk_exec_listener *listener, pdk_exec
     snprintf(p->id, sizeof(p->id), "%s", a.id);
     p->deadline_ns =
         pdk_now_monotonic_ns() + (uint64_t)st->policy->approval_timeout_seconds * 1000000000ULL;
-    p->line = exec_line(req->argv);
+    p->line = argv_line(req->argv);
     p->installer = installer;
+    _cleanup_free_ char *shown = exec_line(req->argv);
     fprintf(stderr,
             "paddock: approval %s: `%s` (pid %d) needs a human (%s: %s); answer with paddock "
             "approve %s, or paddock deny %s\n",
-            a.id, p->line, (int)req->pid, how, v.reason, a.id, a.id);
+            a.id, shown, (int)req->pid, how, v.reason, a.id, a.id);
     pdk_approval_clear(&a);
     arm_poll(w);
     return PDK_EXEC_PENDING;
