@@ -449,6 +449,8 @@ static void known_fill(pdk_exec_known *k, int root)
             known_add(k, root, name, name, false);
     }
     qsort(sorted, count, sizeof(char *), compare_names);
+    struct stat seen[32]; /* directories listed already (/bin is /usr/bin on merged /usr) */
+    size_t nseen = 0;
     for (const char *p = k->path_list; p && count > 0;) {
         const char *colon = strchr(p, ':');
         size_t len = colon ? (size_t)(colon - p) : strlen(p);
@@ -459,6 +461,18 @@ static void known_fill(pdk_exec_known *k, int root)
         struct open_how how = {.flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC,
                                .resolve = RESOLVE_IN_ROOT};
         int fd = (int)syscall(SYS_openat2, root, dir, &how, sizeof(how));
+        struct stat st;
+        bool again = false;
+        if (fd >= 0 && fstat(fd, &st) == 0) {
+            for (size_t i = 0; i < nseen && !again; i++)
+                again = seen[i].st_dev == st.st_dev && seen[i].st_ino == st.st_ino;
+            if (!again && nseen < PDK_ARRAY_SIZE(seen))
+                seen[nseen++] = st;
+        }
+        if (again) {
+            close(fd);
+            continue;
+        }
         DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
         if (!d) {
             if (fd >= 0)
