@@ -1017,7 +1017,8 @@ typedef struct installer_proc {
 #define AUDIT_ARGS         16384     /* an argv recorded whole up to this many ... */
 #define AUDIT_ARGV_BYTES   (1 << 20) /* ... and bytes; else its first words and counts */
 #define AUDIT_ARGS_EXCERPT 1024
-#define LINE_MAX_SHOWN     2000 /* of a command line shown on stderr */
+#define LINE_MAX_SHOWN     2000      /* of a command line shown on stderr */
+#define SOURCED_FILE_MAX   (1 << 20) /* of a file a judged shell script sources */
 
 /* What the run keeps for the exec listener: judge_exec and connect_allowed run on the
  * listener's thread, ask_exec and the approvals' polling on the loop; lock guards what both
@@ -1144,6 +1145,13 @@ static char ***installer_ancestors(exec_watch *w, pid_t pid)
     return found;
 }
 
+/* A file a shell script the exec runs sources, as that process sees it. */
+static int read_sourced_file(void *arg, const char *path, char **text)
+{
+    const pdk_exec_request *req = arg;
+    return pdk_exec_read_text(req->pid, path, SOURCED_FILE_MAX, text);
+}
+
 /* Judge every way the exec may be seen (exec_target.h), the strictest winning. */
 static void judge_target(exec_watch *w, const pdk_exec_request *req, pdk_command_verdict *v)
 {
@@ -1151,7 +1159,11 @@ static void judge_target(exec_watch *w, const pdk_exec_request *req, pdk_command
     const pdk_exec_target *t = req->target;
     pthread_mutex_lock(&w->lock);
     _cleanup_free_ char ***ancestors = rules->has_under ? installer_ancestors(w, req->pid) : NULL;
-    pdk_command_query q = {.argv = req->argv, .ancestors = (char *const *const *)ancestors};
+    pdk_command_query q = {.argv = req->argv,
+                           .ancestors = (char *const *const *)ancestors,
+                           .read_file = read_sourced_file,
+                           .read_file_arg = (void *)req,
+                           .home = w->st->home};
     if (!t || t->count == 0) {
         pdk_command_rules_judge_query(rules, &q, v);
     } else {
