@@ -77,9 +77,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char *script = xstrndup((const char *)data, size);
     size_t script_len = strlen(script);
-    char *file = script_len < size ? xstrndup((const char *)data + script_len + 1,
-                                              size - script_len - 1)
-                                   : NULL;
+    char *file = script_len < size
+                     ? xstrndup((const char *)data + script_len + 1, size - script_len - 1)
+                     : NULL;
     pdk_shell_split_t a, b;
     pdk_shell_split(script, &a);
     size_t total = check_split(&a);
@@ -92,8 +92,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     pdk_shell_split_with(script, &bash, &b);
     check_split(&b);
     check_same(&a, &b);
-    pdk_shell_options reading = {.shell = "bash", .read_file = read_file, .read_file_arg = file,
-                                 .home = "/home/fuzz"};
+    pdk_shell_options reading = {
+        .shell = "bash", .read_file = read_file, .read_file_arg = file, .home = "/home/fuzz"};
     pdk_shell_split_t c;
     pdk_shell_split_with(script, &reading, &c);
     check_split(&c);

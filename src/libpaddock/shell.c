@@ -2186,8 +2186,27 @@ static bool parse_pipeline(struct parser *p)
     struct token *t = peek(p);
     if (failed(p))
         return false;
-    if (is_plain_word(t, "!"))
+    if (is_plain_word(t, "!")) {
         consume(p);
+        t = peek(p);
+        if (failed(p))
+            return false;
+    }
+    if (is_plain_word(t, "time")) {
+        /* time [-p] PIPELINE: the pipeline runs (timed). */
+        consume(p);
+        t = peek(p);
+        if (!failed(p) && is_plain_word(t, "-p")) {
+            consume(p);
+            t = peek(p);
+        }
+        if (failed(p))
+            return false;
+        if (t->kind == T_WORD && t->text[0] == '-' && !(t->flags & W_QUOTED))
+            return fail(p, "time with options paddock does not know");
+        if (t->kind != T_WORD && t->kind != T_LPAREN && t->kind != T_DLPAREN && t->kind != T_REDIR)
+            return true; /* time alone: the shell's times */
+    }
     for (;;) {
         if (!parse_command(p))
             return false;

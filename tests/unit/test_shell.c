@@ -381,6 +381,12 @@ static void t_command_position(void **state)
     assert_cmd(&s, 1, W("git", "push"));
     assert_cmd(&s, 3, W("x"));
     pdk_shell_split_free(&s);
+    /* time runs the pipeline after it. */
+    s = split_ok("time -p kill 1 | cat; ! time git push; time", 3);
+    assert_cmd(&s, 0, W("kill", "1"));
+    assert_cmd(&s, 2, W("git", "push"));
+    pdk_shell_split_free(&s);
+    assert_unreducible("time -v kill 1", "time with options paddock does not know");
     /* A lookup runs nothing. */
     assert_one("command -v eval", W("command", "-v", "eval"));
     assert_one("command", W("command"));
@@ -987,6 +993,9 @@ static char *read_fixture(const char *name)
 #define CODEX_SNAPSHOT                                                                             \
     "/home/agent/.codex/shell_snapshots/01a23491-90c6-7513-81fa-dcc57a936d57.tmp-"                 \
     "1796178284778300850"
+#define CODEX_SNAPSHOT_DONE                                                                        \
+    "/home/agent/.codex/shell_snapshots/"                                                          \
+    "01a234b1-adbe-7df0-96e9-1d809fe038df.1796180389351608616.sh"
 #define CLAUDE_SNAPSHOT "/home/agent/.claude/shell-snapshots/snapshot-bash-1796178293004-wpikl2.sh"
 #define CLAUDE          "/opt/agent/node_modules/@anthropic-ai/claude-code-linux-x64/claude"
 
@@ -997,6 +1006,7 @@ static void t_agent_scripts(void **state)
     struct fake_file files[] = {
         {"/home/agent/.bashrc", "", false},
         {CODEX_SNAPSHOT, codex_file, false},
+        {CODEX_SNAPSHOT_DONE, codex_file, false},
         {CLAUDE_SNAPSHOT, claude_file, false},
         {NULL, NULL, false},
     };
@@ -1022,6 +1032,19 @@ static void t_agent_scripts(void **state)
     assert_true(find_cmd(&s, W("set", "-o", "hashall")) >= 0);
     assert_true(find_cmd(&s, W("declare", "-x", "LANG=C.UTF-8")) >= 0);
     pdk_shell_split_free(&s);
+    /* ... and each command once it has one: the snapshot sourced, its environment put back,
+     * then exec of the model's command (a git push here). */
+    _cleanup_free_ char *codex_command = read_fixture("codex-command.sh");
+    pdk_shell_split_with(codex_command, &o, &s);
+    if (!s.reducible)
+        fail_msg("codex-command.sh: %s", s.reason);
+    assert_true(find_cmd(&s, W(".", CODEX_SNAPSHOT_DONE)) >= 0);
+    assert_true(find_cmd(&s, W("shopt", "-s", "login_shell")) >= 0); /* from the snapshot */
+    assert_true(find_cmd(&s, W("/bin/bash", "-c", "git push origin main")) >= 0);
+    assert_int_equal(s.commands[s.count - 1].argv[0][0], '/'); /* the exec's command, last */
+    pdk_shell_split_free(&s);
+    assert_unreducible_with(codex_command, &(pdk_shell_options){.shell = "bash"},
+                            "a sourced file paddock cannot read");
 
     /* Claude Code: the snapshot it writes (its own functions as a quoted here-document:
      * text, not commands), then each command, which sources it and evals the model's. */
@@ -1052,15 +1075,15 @@ static void t_agent_scripts(void **state)
 
     /* What the sourced snapshot says is judged: a changed one is seen. */
     _cleanup_free_ char *pushing = xasprintf("%s\ngit push --force\n", claude_file);
-    files[2].text = pushing;
+    files[3].text = pushing;
     pdk_shell_split_with(command, &o, &s);
     assert_true(s.reducible);
     assert_true(find_cmd(&s, W("git", "push", "--force")) >= 0);
     pdk_shell_split_free(&s);
     _cleanup_free_ char *hiding = xasprintf("%s\neval \"$(cat /tmp/x)\"\n", claude_file);
-    files[2].text = hiding;
+    files[3].text = hiding;
     assert_unreducible_with(command, &o, "eval of a variable or a substitution");
-    files[2].text = claude_file;
+    files[3].text = claude_file;
 
     /* Without the files, or for another shell, nothing is assumed. */
     pdk_shell_options blind = {.shell = "bash", .home = "/home/agent"};
