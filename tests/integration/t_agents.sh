@@ -11,8 +11,9 @@
 # real keys; no sandbox process, file or output holds them; nothing waited for a human (the
 # agents' own shells, their snapshots of the login shell included, are judged command by
 # command); a second run of the same agent (another session) continues the first
-# conversation from its persistent home. A `git push` Codex runs for the model waits for a
-# human, who refuses it, and the model is told.
+# conversation from its persistent home, where its placeholders are kept too (Claude Code's
+# approval of its key holds). A `git push` Codex runs for the model waits for a human, who
+# refuses it, and the model is told.
 . "$(dirname "$0")/lib.sh"
 need_userns
 [ -e "$PADDOCK_BUILD/paddock-gateway.so" ] || bail_out "paddock-gateway.so is not built"
@@ -242,6 +243,33 @@ run_plain claude-continue --policy "$T/claude.yaml" -- "$CLAUDE" -p --continue \
 expect_eq "a second run of claude --continue (another session) finds the first conversation" \
     "0 Earlier you asked for claude.txt." "$RC $(printf '%s\n' "$AGENT_OUT" | tail -n1)"
 expect_unasked claude-continue "$(session_of "$AGENT_ERR")"
+
+# ---- Claude Code's approval of its key holds across runs --------------------------------------
+# Interactive Claude Code asks "use this API key?" for a key it does not know, and keeps the
+# answer in ~/.claude.json: customApiKeyResponses.approved (or .rejected) holds the key's
+# last 20 characters (its code: key.trim().slice(-20); a key is "approved", "rejected" or
+# else "new", which asks). Its persistent home keeps the placeholder too, so one approval
+# holds: a run records it as Claude Code's own approval writes it, and a later run (another
+# session) finds its key approved, as Claude Code's check reads it; another home does not.
+approve_py='
+import json, os, sys
+path = os.path.expanduser("~/.claude.json")
+config = json.load(open(path)) if os.path.exists(path) else {}
+key = os.environ["ANTHROPIC_API_KEY"].strip()[-20:]
+answers = config.get("customApiKeyResponses") or {}
+approved, rejected = answers.get("approved") or [], answers.get("rejected") or []
+if sys.argv[1] == "approve":
+    config["customApiKeyResponses"] = {"approved": approved + [key] * (key not in approved), "rejected": rejected}
+    json.dump(config, open(path, "w"), indent=2)
+print("approved" if key in approved or sys.argv[1] == "approve" else "rejected" if key in rejected else "new")'
+run_plain claude-approve --policy "$T/claude.yaml" -- /usr/bin/python3 -c "$approve_py" approve
+expect_eq "Claude Code's key approved in its home (as its approval writes it)" "0 approved" "$RC $AGENT_OUT"
+run_plain claude-approved --policy "$T/claude.yaml" -- /usr/bin/python3 -c "$approve_py" check
+expect_eq "... a later run (another session) finds its key approved: Claude Code does not ask again" \
+    "0 approved" "$RC $AGENT_OUT"
+sed 's/^  persist: claude-code$/  persist: claude-code-elsewhere/' "$T/claude.yaml" >"$T/claude-elsewhere.yaml"
+run_plain claude-elsewhere --policy "$T/claude-elsewhere.yaml" -- /usr/bin/python3 -c "$approve_py" check
+expect_eq "... with another home it is another key, not approved there" "0 new" "$RC $AGENT_OUT"
 
 # ---- what is left ---------------------------------------------------------------------------
 expect_eq "no persistent home holds a real key" 0 \
