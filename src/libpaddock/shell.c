@@ -257,14 +257,20 @@ static bool name_listed(const struct state *st, const char *name)
     return false;
 }
 
-/* Tests and no-ops: commands that cannot change a variable. */
-static bool changes_nothing(const char *name)
+/* Whether name is one of the NULL-terminated names. */
+static bool is_one_of(const char *name, const char *const *names)
 {
-    static const char *const names[] = {"[", "test", "true", "false", ":"};
-    for (size_t i = 0; i < PDK_ARRAY_SIZE(names); i++)
+    for (size_t i = 0; names[i]; i++)
         if (strcmp(name, names[i]) == 0)
             return true;
     return false;
+}
+
+/* Tests and no-ops: commands that cannot change a variable. */
+static bool changes_nothing(const char *name)
+{
+    static const char *const names[] = {"[", "test", "true", "false", ":", NULL};
+    return is_one_of(name, names);
 }
 
 /* List a copy of argv (and of assignments, which may be NULL). */
@@ -1476,11 +1482,8 @@ static bool is_reserved_word(const char *w)
     static const char *const words[] = {"if",   "then", "else",   "elif",     "fi",     "do",
                                         "done", "case", "esac",   "while",    "until",  "for",
                                         "in",   "time", "select", "function", "coproc", "{",
-                                        "}",    "!",    "[[",     "]]"};
-    for (size_t i = 0; i < PDK_ARRAY_SIZE(words); i++)
-        if (strcmp(w, words[i]) == 0)
-            return true;
-    return false;
+                                        "}",    "!",    "[[",     "]]",       NULL};
+    return is_one_of(w, words);
 }
 
 /* alias NAME=VALUE...: what later commands named NAME stand for. */
@@ -1565,11 +1568,8 @@ static bool expand_alias(struct parser *p, char *const *argv, const unsigned *fl
  * command, is an assignment there too). */
 static bool is_declaration(const char *name)
 {
-    static const char *const names[] = {"export", "readonly", "declare", "typeset", "local"};
-    for (size_t i = 0; i < PDK_ARRAY_SIZE(names); i++)
-        if (strcmp(name, names[i]) == 0)
-            return true;
-    return false;
+    static const char *const names[] = {"export", "readonly", "declare", "typeset", "local", NULL};
+    return is_one_of(name, names);
 }
 
 /* PS4 is expanded, substitutions included, before each command `set -x` traces: one set to
@@ -1585,13 +1585,10 @@ static bool check_assignment(struct parser *p, const char *word)
 /* Builtins that take variable names, whose subscripts (a[$(cmd)]) bash evaluates. */
 static bool takes_names(const char *name)
 {
-    static const char *const names[] = {"unset",    "declare", "typeset", "local",   "export",
-                                        "readonly", "read",    "printf",  "mapfile", "readarray",
-                                        "getopts",  "test",    "[",       "[[",      "wait"};
-    for (size_t i = 0; i < PDK_ARRAY_SIZE(names); i++)
-        if (strcmp(name, names[i]) == 0)
-            return true;
-    return false;
+    static const char *const names[] = {
+        "unset",   "declare",   "typeset", "local", "export", "readonly", "read", "printf",
+        "mapfile", "readarray", "getopts", "test",  "[",      "[[",       "wait", NULL};
+    return is_one_of(name, names);
 }
 
 /* Arguments the command evaluates as code: let's (arithmetic, whose subscripts may hold
