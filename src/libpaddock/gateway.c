@@ -81,8 +81,20 @@ void pdk__gw_conn_free(gw_conn *c)
     free(c);
 }
 
+/* Every TCP socket of the gateway sends what it is given at once: a head, then its body,
+ * then the next request are small writes in a row, and with Nagle's algorithm each would
+ * wait for the ACK of the one before, which the peer delays (40 ms) while it waits for the
+ * rest of a message. Writes queued in one callback still go out as one (bufferevents write
+ * from the loop). */
+static void send_at_once(evutil_socket_t fd)
+{
+    int one = 1;
+    (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
 gw_conn *pdk__gw_conn_new(pdk_gateway *g, conn_kind kind, evutil_socket_t fd)
 {
+    send_at_once(fd); /* the sandbox's side: proxy, captured and DNS over TCP connections */
     gw_conn *c = xcalloc(1, sizeof(*c));
     c->g = g;
     c->id = ++g->next_conn_id;
@@ -398,7 +410,9 @@ static void connect_to(gw_conn *c, const struct sockaddr *sa, socklen_t len)
         _cleanup_free_ char *what =
             xasprintf("cannot connect to %s:%u", c->host, (unsigned)c->port);
         pdk__gw_upstream_failed(c, what);
+        return;
     }
+    send_at_once(bufferevent_getfd(c->upstream)); /* the upstream's side (tunnels too) */
 }
 
 static void on_resolved(int result, struct evutil_addrinfo *res, void *arg)
