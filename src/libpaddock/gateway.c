@@ -346,12 +346,32 @@ static bool address_allowed(gw_conn *c, const struct sockaddr *sa, socklen_t len
         snprintf(why, why_size, "an address of an unknown family");
         return false;
     }
-    if (trusted || pdk_net_rules_names_exactly(c->g->rules, c->host))
-        return true;
+    if (trusted)
+        return true; /* a `resolve` target: the policy's own choice */
     pdk_ip_class cls = pdk_ip_classify(&ip);
-    if (pdk_ip_class_allowed_by_default(cls))
-        return true;
     char desc[PDK_IP_DESCRIBE_MAX];
+    if (cls == PDK_IP_LOOPBACK || cls == PDK_IP_UNSPECIFIED) {
+        /* The host's loopback: the sandbox's own 127.0.0.1 is another one (NO_PROXY), and a
+         * rule reaches the host's only when it says so. */
+        bool pinned_request = c->req && c->req->method_id != HTTP_CONNECT;
+        pdk_net_request nr = {.scheme = c->req ? c->req->scheme : "https",
+                              .host = c->host,
+                              .port = c->port,
+                              .method = pinned_request ? c->req->method : NULL,
+                              .path = pinned_request ? c->path : NULL};
+        if (pdk_net_rules_host_loopback(c->g->rules, &nr))
+            return true;
+        pdk_ip_describe(&ip, desc, sizeof(desc));
+        int w =
+            snprintf(why, why_size,
+                     "%.100s is %s of the host: only a rule with host_loopback: true reaches it "
+                     "(the sandbox's own loopback is reached directly, without the proxy)",
+                     c->host, desc);
+        (void)w; /* cut at why_size: one line still */
+        return false;
+    }
+    if (pdk_ip_class_allowed_by_default(cls) || pdk_net_rules_names_exactly(c->g->rules, c->host))
+        return true;
     pdk_ip_describe(&ip, desc, sizeof(desc));
     int w = snprintf(why, why_size, "%.200s is %s: only a rule naming this exact host may reach it",
                      c->host, desc);
@@ -606,6 +626,7 @@ void pdk__gw_next_request(gw_conn *c)
     c->request_done = c->response_done = false;
     c->status = 0;
     c->rewrite_body = false;
+    c->websocket = false;
     json_decref(c->credentials_used);
     c->credentials_used = NULL;
     pdk_buf_free_secret(&c->rewrite);
@@ -697,6 +718,18 @@ static void forward_response(gw_conn *c)
         const char *data = avail ? (const char *)evbuffer_pullup(in, (ev_ssize_t)avail) : "";
         pdk_http_result r;
         pdk_http_event e = pdk_http_parse(c->responses, data, avail, &r);
+        if (e == PDK_HTTP_HEAD && r.head->upgrade &&
+            !(c->websocket && r.head->upgrade_protocol &&
+              strcasecmp(r.head->upgrade_protocol, "websocket") == 0)) {
+            /* a 101 that is not the WebSocket upgrade asked for: what follows would be
+             * another protocol, never judged */
+            _cleanup_free_ char *what = xasprintf(
+                "the upstream switched protocols (%d, Upgrade: %.100s), and only a WebSocket "
+                "upgrade the request asked for passes the gateway",
+                r.head->status, r.head->upgrade_protocol ? r.head->upgrade_protocol : "none");
+            pdk__gw_upstream_failed(c, what);
+            return;
+        }
         if (e == PDK_HTTP_HEAD) {
             pdk_buf head = {0};
             pdk_http_head_serialize(r.head, &head);
@@ -845,6 +878,56 @@ static void on_upstream_ready(gw_conn *c)
     forward_request_body(c); /* what came with the head, or the end of a bodiless one */
 }
 
+/* Whether a method's content has no meaning an upstream is bound to read: RFC 9110 gives
+ * GET, HEAD and OPTIONS content no defined semantics and forbids it in TRACE. */
+static bool body_unexpected(const char *method)
+{
+    static const char *const methods[] = {"GET", "HEAD", "OPTIONS", "TRACE"};
+    for (size_t i = 0; i < PDK_ARRAY_SIZE(methods); i++)
+        if (strcmp(method, methods[i]) == 0)
+            return true;
+    return false;
+}
+
+/* What an upstream could read otherwise than the gateway: refused (false, answered), or made
+ * plain. A GET (HEAD, OPTIONS, TRACE) with a body is refused: an upstream that ignores such
+ * bodies would take the body for the next request, one no rule judged. An Upgrade other
+ * than WebSocket (h2c above all: HTTP/2 frames after a 101, never read) is dropped and the
+ * request goes on as HTTP/1.1; only a WebSocket upgrade may end in a tunnel. */
+static bool request_framing_safe(gw_conn *c)
+{
+    pdk_http_head *h = c->req;
+    bool has_body = h->framing == PDK_HTTP_FRAMING_CHUNKED ||
+                    (h->framing == PDK_HTTP_FRAMING_CONTENT_LENGTH && h->content_length > 0);
+    if (has_body && body_unexpected(h->method)) {
+        c->verdict = (pdk_net_verdict){PDK_DECISION_DENY, PDK_NET_DECIDED, -1, ""};
+        _cleanup_free_ char *why =
+            xasprintf("%s with a body: refused, since an upstream that ignores %s bodies would "
+                      "read the body as another request (send it with POST, or send none)",
+                      h->method, h->method);
+        pdk__gw_refuse(c, 400, "Bad Request", why);
+        return false;
+    }
+    c->websocket = false;
+    if (h->upgrade && h->upgrade_protocol) {
+        if (strcasecmp(h->upgrade_protocol, "websocket") == 0) {
+            c->websocket = true;
+        } else {
+            /* (h->upgrade stays: the parser stopped after this message and is resumed) */
+            json_t *ev =
+                json_pack("{s:I, s:I, s:s, s:s}", "conn", (json_int_t)c->id, "seq",
+                          (json_int_t)c->seq, "host", c->host, "upgrade", h->upgrade_protocol);
+            json_object_set_new(ev, "dropped",
+                                json_string("only a WebSocket upgrade passes the gateway"));
+            pdk__gw_audit(c->g, "net.upgrade_dropped", ev);
+            pdk_http_head_remove(h, "Upgrade");
+            free(h->upgrade_protocol);
+            h->upgrade_protocol = NULL;
+        }
+    }
+    return true;
+}
+
 /* The request head is read: judge it and act. */
 static void start_request(gw_conn *c)
 {
@@ -899,6 +982,8 @@ static void start_request(gw_conn *c)
             return;
         }
     }
+    if (!connect && !request_framing_safe(c))
+        return;
     pdk_net_request nr = {.scheme = h->scheme, .host = c->host, .port = c->port};
     if (!connect) {
         const char *why = NULL;
@@ -1130,10 +1215,16 @@ static void on_capture_accept(struct evconnlistener *l, evutil_socket_t fd, stru
     }
     uint32_t addr = ntohl(local.sin_addr.s_addr);
     const char *name = pdk_dns_table_find_name(g->names, addr);
+    char text[INET_ADDRSTRLEN] = "";
+    inet_ntop(AF_INET, &local.sin_addr, text, sizeof(text));
+    if (!name && (addr >> 24) == 127) {
+        /* The sandbox's own loopback on a captured port, where nothing inside can listen
+         * (the capture listener holds the port): a connection for the host's loopback,
+         * which only a rule with host_loopback reaches; judged like any other. */
+        name = text;
+    }
     if (!name) {
-        /* 127.0.0.1 on a captured port, or a fake address never handed out */
-        char text[INET_ADDRSTRLEN] = "";
-        inet_ntop(AF_INET, &local.sin_addr, text, sizeof(text));
+        /* a fake address never handed out */
         json_t *ev =
             json_pack("{s:s, s:i, s:s}", "address", text, "port", (int)ntohs(local.sin_port),
                       "refused", "not an address the DNS stub handed out");

@@ -46,6 +46,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -171,6 +172,7 @@ struct gw_conn {
     uint64_t up_bytes, down_bytes;
     int status;
     bool request_done, response_done;
+    bool websocket; /* the request asks for a WebSocket upgrade: only then may a 101 pass */
     /* The upstream connection, kept for the next request to the same host:port. */
     char *up_host;
     uint16_t up_port;

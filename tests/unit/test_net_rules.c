@@ -280,6 +280,54 @@ static void test_path_normalize(void **state)
     refuses("/a/..%5Cb");
 }
 
+/* Path parameters in dot segments: servers that strip parameters (Tomcat, Jetty, Spring)
+ * serve "/v1/..;/admin/x" as "/admin/x", so that is the path the rules see. */
+static void test_path_parameters(void **state)
+{
+    normalizes("/v1/..;/admin/x", "/admin/x", NULL);
+    normalizes("/..;jsessionid=1/", "/", NULL);
+    normalizes("/v1/%2e%2e;/admin/x", "/admin/x", NULL); /* %2e%2e; */
+    normalizes("/v1/%2E%2E%3B/admin/x", "/admin/x", NULL);
+    normalizes("/v1/..%3bx=1/admin", "/admin", NULL);
+    normalizes("/a/.;x/b", "/a/b", NULL);
+    normalizes("/a/b/..;", "/a/", NULL);
+    normalizes("/a/...;/b", "/a/...;/b", NULL); /* three dots: a name */
+    normalizes("/a;x/b", "/a;x/b", NULL);       /* a name with parameters stays */
+    normalizes("/a/..x;/b", "/a/..x;/b", NULL);
+    refuses("/a%2F..;%2Fb");
+    refuses("/a\\..;x\\b");
+
+    char *bare = pdk_net_path_without_parameters("/admin;x=1/y;z");
+    assert_string_equal(bare, "/admin/y");
+    free(bare);
+    bare = pdk_net_path_without_parameters("/a/b;x/..;y/c");
+    assert_string_equal(bare, "/a/c");
+    free(bare);
+    bare = pdk_net_path_without_parameters("/");
+    assert_string_equal(bare, "/");
+    free(bare);
+
+    /* Judged both ways, the stricter holds: "/admin;x/y" is "/admin/y" to such servers. */
+    pdk_policy *p = parse_ok("version: 1\n"
+                             "network:\n"
+                             "  default: allow\n"
+                             "  rules:\n"
+                             "    - {host: api.test, path: /v1/**, decision: allow}\n"
+                             "    - {host: api.test, path: /admin/**, decision: deny}\n");
+    const char *why = NULL;
+    char *path = pdk_net_path_normalize("/v1/..;/admin/x", NULL, &why);
+    assert_int_equal(judge(p, "http", "api.test", 80, "GET", path).decision, PDK_DECISION_DENY);
+    free(path);
+    assert_int_equal(judge(p, "http", "api.test", 80, "GET", "/admin;x/y").decision,
+                     PDK_DECISION_DENY);
+    assert_int_equal(judge(p, "http", "api.test", 80, "GET", "/admin%3Bx/y").decision,
+                     PDK_DECISION_DENY);
+    pdk_net_verdict v = judge(p, "http", "api.test", 80, "GET", "/v1/a;jsessionid=1");
+    assert_int_equal(v.decision, PDK_DECISION_ALLOW);
+    assert_int_equal(v.rule, 0);
+    pdk_policy_free(p);
+}
+
 static void test_lookups(void **state)
 {
     pdk_policy *p = parse_ok(issue_policy);
@@ -377,6 +425,7 @@ int main(void)
         cmocka_unit_test(test_hosts),
         cmocka_unit_test(test_paths),
         cmocka_unit_test(test_path_normalize),
+        cmocka_unit_test(test_path_parameters),
         cmocka_unit_test(test_lookups),
         cmocka_unit_test(test_diagnostics),
         cmocka_unit_test(test_passthrough_rules),
