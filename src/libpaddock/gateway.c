@@ -362,11 +362,14 @@ static bool address_allowed(gw_conn *c, const struct sockaddr *sa, socklen_t len
         if (pdk_net_rules_host_loopback(c->g->rules, &nr))
             return true;
         pdk_ip_describe(&ip, desc, sizeof(desc));
-        int w =
-            snprintf(why, why_size,
-                     "%.100s is %s of the host: only a rule with host_loopback: true reaches it "
-                     "(the sandbox's own loopback is reached directly, without the proxy)",
-                     c->host, desc);
+        char text[PDK_IP_TEXT_MAX];
+        pdk_ip_format(&ip, text, sizeof(text));
+        bool literal = strcmp(text, c->host) == 0; /* else a name that resolved to it */
+        int w = snprintf(why, why_size,
+                         "%.100s%s%s of the host, which only a rule with host_loopback: true "
+                         "reaches (the sandbox's own loopback is reached directly, without the "
+                         "proxy)",
+                         literal ? "" : c->host, literal ? "" : ": ", desc);
         (void)w; /* cut at why_size: one line still */
         return false;
     }
