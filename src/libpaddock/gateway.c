@@ -68,6 +68,7 @@ void pdk__gw_conn_free(gw_conn *c)
     pdk_buf_free(&c->broker_body);
     json_decref(c->credentials_used);
     pdk_buf_free_secret(&c->rewrite);
+    pdk_buf_free_secret(&c->first_line);
     free(c->captured_host);
     free(c->host);
     free(c->path);
@@ -630,6 +631,9 @@ void pdk__gw_next_request(gw_conn *c)
     c->status = 0;
     c->rewrite_body = false;
     c->websocket = false;
+    c->close_upstream = false;
+    c->holding_first_line = false;
+    pdk_buf_free_secret(&c->first_line);
     json_decref(c->credentials_used);
     c->credentials_used = NULL;
     pdk_buf_free_secret(&c->rewrite);
@@ -647,7 +651,10 @@ static void request_complete(gw_conn *c)
     json_object_set_new(ev, "status", json_integer(c->status));
     pdk__gw_audit(c->g, "net.response", ev);
     pdk_http_head *resp = pdk_http_parser_head(c->responses);
-    bool keep = c->req->keep_alive && resp && resp->keep_alive && !c->upstream_eof;
+    /* A request sent with "Connection: close" (close_upstream) ends its upstream connection,
+     * not the client's. */
+    bool keep = c->req->keep_alive && resp && (resp->keep_alive || c->close_upstream) &&
+                (!c->upstream_eof || c->close_upstream);
     /* An upgrade the upstream did not take (no 101): the connection stays HTTP. */
     if (keep && c->req->upgrade && pdk_http_parser_resume(c->requests) < 0)
         keep = false;
@@ -655,7 +662,48 @@ static void request_complete(gw_conn *c)
         pdk__gw_close_after_flush(c);
         return;
     }
+    if (c->close_upstream || !resp->keep_alive || c->upstream_eof) {
+        bufferevent_free(c->upstream); /* the next request gets a connection of its own */
+        c->upstream = NULL;
+        free(c->up_host);
+        c->up_host = NULL;
+        pdk_http_parser_free(c->responses);
+        c->responses = NULL;
+    }
     pdk__gw_next_request(c);
+}
+
+/* A body whose first line reads as a request line is refused (false): an upstream that
+ * does not read this request's body (an endpoint that ignores Content-Length) would take it
+ * for its next request, one no rule judged. Nothing of the request has gone upstream. */
+static bool body_first_line_safe(gw_conn *c, const char *body, size_t len)
+{
+    if (pdk_http_looks_like_request_line(body, len, true) != 1)
+        return true;
+    c->verdict.decision = PDK_DECISION_DENY;
+    pdk__gw_refuse(c, 400, "Bad Request",
+                   "the body begins with an HTTP request line: an upstream that does not read "
+                   "this request's body would take it for another request");
+    return false;
+}
+
+/* The held head and first body bytes (holding_first_line): decided once the first line is
+ * whole, the body ended, or the bound is reached; then sent upstream in one write, or
+ * refused. False when the request was refused. */
+static bool release_first_line(gw_conn *c, bool complete)
+{
+    const char *body = c->first_line.data + c->first_line_head;
+    size_t len = c->first_line.len - c->first_line_head;
+    int verdict = pdk_http_looks_like_request_line(body, len, complete);
+    if (verdict < 0)
+        return true; /* more to come */
+    if (!body_first_line_safe(c, body, len))
+        return false;
+    evbuffer_add(bufferevent_get_output(c->upstream), c->first_line.data, c->first_line.len);
+    c->up_bytes += c->first_line.len;
+    pdk_buf_free_secret(&c->first_line);
+    c->holding_first_line = false;
+    return true;
 }
 
 /* Request body bytes and the end of the request, from the client's buffer. */
@@ -678,6 +726,10 @@ static void forward_request_body(gw_conn *c)
                 return;
             }
             pdk_buf_append(&c->rewrite, r.body, r.body_len);
+        } else if (e == PDK_HTTP_BODY && c->holding_first_line) {
+            pdk_buf_append(&c->first_line, r.body, r.body_len);
+            if (!release_first_line(c, false))
+                return;
         } else if (e == PDK_HTTP_BODY) {
             struct evbuffer *up = bufferevent_get_output(c->upstream);
             evbuffer_add(up, r.body, r.body_len);
@@ -690,9 +742,17 @@ static void forward_request_body(gw_conn *c)
             }
         } else if (e == PDK_HTTP_MESSAGE_COMPLETE) {
             c->request_done = true;
+            if (c->holding_first_line && !release_first_line(c, true))
+                return;
             if (c->rewrite_body) { /* the whole body is here: now the head, and it */
                 pdk_buf msg = {0};
                 pdk__gw_rewritten_request(c, &msg);
+                const char *end = msg.data ? memmem(msg.data, msg.len, "\r\n\r\n", 4) : NULL;
+                if (end &&
+                    !body_first_line_safe(c, end + 4, msg.len - (size_t)(end + 4 - msg.data))) {
+                    pdk_buf_free_secret(&msg);
+                    return;
+                }
                 evbuffer_add(bufferevent_get_output(c->upstream), msg.data, msg.len);
                 c->up_bytes += msg.len;
                 pdk_buf_free_secret(&msg);
@@ -865,12 +925,28 @@ static void on_upstream_ready(gw_conn *c)
             evbuffer_add_printf(bufferevent_get_output(c->client), "HTTP/1.1 100 Continue\r\n\r\n");
         }
     } else {
+        /* A Content-Length body: its first line is looked at before anything goes up
+         * (forward_request_body), the head held with it; a client waiting for 100 gets it
+         * here. A chunked body cannot read as a request line: it starts with hex digits. */
+        bool hold =
+            c->req->framing == PDK_HTTP_FRAMING_CONTENT_LENGTH && c->req->content_length > 0;
+        if (hold && c->req->expect_continue) {
+            pdk_http_head_remove(c->req, "Expect");
+            evbuffer_add_printf(bufferevent_get_output(c->client), "HTTP/1.1 100 Continue\r\n\r\n");
+        }
         pdk_buf head = {0};
         pdk_http_head_serialize(c->req, &head);
         /* (the credentials went on in pdk__gw_proceed, before the head was recorded) */
-        evbuffer_add(bufferevent_get_output(c->upstream), head.data, head.len);
-        c->up_bytes += head.len;
-        pdk_buf_free(&head);
+        if (hold) {
+            pdk_buf_free_secret(&c->first_line);
+            c->first_line = head;
+            c->first_line_head = head.len;
+            c->holding_first_line = true;
+        } else {
+            evbuffer_add(bufferevent_get_output(c->upstream), head.data, head.len);
+            c->up_bytes += head.len;
+            pdk_buf_free_secret(&head);
+        }
     }
     bufferevent_setcb(c->upstream, upstream_read, upstream_written, upstream_event, c);
     bufferevent_setwatermark(c->upstream, EV_WRITE, TUNNEL_LOW_WATER, 0);
@@ -892,24 +968,22 @@ static bool body_unexpected(const char *method)
     return false;
 }
 
-/* What an upstream could read otherwise than the gateway: refused (false, answered), or made
- * plain. A GET (HEAD, OPTIONS, TRACE) with a body is refused: an upstream that ignores such
- * bodies would take the body for the next request, one no rule judged. An Upgrade other
- * than WebSocket (h2c above all: HTTP/2 frames after a 101, never read) is dropped and the
+/* What an upstream could read otherwise than the gateway is made plain (never refused
+ * here: a body whose first line reads as a request is refused in forward_request_body).
+ * A GET (HEAD, OPTIONS, TRACE) with a body, which clients such as the Lark SDK send, goes
+ * upstream with "Connection: close" on an upstream connection never used again: a server
+ * that ignores such bodies reads nothing after them as a request. An Upgrade other than
+ * WebSocket (h2c above all: HTTP/2 frames after a 101, never read) is dropped and the
  * request goes on as HTTP/1.1; only a WebSocket upgrade may end in a tunnel. */
 static bool request_framing_safe(gw_conn *c)
 {
     pdk_http_head *h = c->req;
     bool has_body = h->framing == PDK_HTTP_FRAMING_CHUNKED ||
                     (h->framing == PDK_HTTP_FRAMING_CONTENT_LENGTH && h->content_length > 0);
-    if (has_body && body_unexpected(h->method)) {
-        c->verdict = (pdk_net_verdict){PDK_DECISION_DENY, PDK_NET_DECIDED, -1, ""};
-        _cleanup_free_ char *why =
-            xasprintf("%s with a body: refused, since an upstream that ignores %s bodies would "
-                      "read the body as another request (send it with POST, or send none)",
-                      h->method, h->method);
-        pdk__gw_refuse(c, 400, "Bad Request", why);
-        return false;
+    c->close_upstream = has_body && body_unexpected(h->method);
+    if (c->close_upstream) {
+        pdk_error ignored = {0};
+        (void)pdk_http_head_set(h, "Connection", "close", &ignored);
     }
     c->websocket = false;
     if (h->upgrade && h->upgrade_protocol) {

@@ -5,21 +5,23 @@ careless servers do, so that what the gateway lets through to it shows.
   lax_upstream.py --log FILE
 
 Prints its port on stdout once it listens, then serves until killed. Lax in three ways:
-  - GET, HEAD, OPTIONS and TRACE bodies are never read: their bytes are taken for the next
-    request on the connection (other methods' Content-Length bodies are read);
+  - GET, HEAD, OPTIONS and TRACE bodies are never read, nor a POST's to a path ending in
+    "/static": their bytes are taken for the next request on the connection (other
+    requests' Content-Length bodies are read), and Connection: close is ignored (a line
+    that is no request line ends the connection);
   - path parameters are stripped from every segment and dot segments resolved after that
     (as Tomcat does): "/v1/..;/admin/x" is served as "/admin/x";
   - an Upgrade of any kind is taken (101, the same token), and so is a request to a path
     ending in "/switch" without one (101, "Upgrade: h2c"); after a 101 the bytes that follow
     are read as more HTTP/1.1 requests, each logged with "upgraded": true.
-Every request is one JSON line of the log: method, path (as served), target (as sent),
-upgrade (the Upgrade field or null), upgraded. Every answer is 200 with a short JSON body,
+Every request is one JSON line of the log: conn (the connection's number), method, path
+(as served), target (as sent), connection and upgrade (those fields, or null), upgraded. Every answer is 200 with a short JSON body,
 keep-alive, whatever Connection says.
 """
 import json, socket, sys, threading
 
 
-def serve(conn, log):
+def serve(conn, number, log):
     f = conn.makefile("rb")
     upgraded = False
     try:
@@ -40,7 +42,7 @@ def serve(conn, log):
                     break
                 name, _, value = h.decode("latin-1").partition(":")
                 headers[name.strip().lower()] = value.strip()
-            if method not in ("GET", "HEAD", "OPTIONS", "TRACE"):
+            if method not in ("GET", "HEAD", "OPTIONS", "TRACE") and not target.endswith("/static"):
                 n = int(headers.get("content-length") or 0)
                 if n:
                     f.read(n)
@@ -57,7 +59,8 @@ def serve(conn, log):
                     out.append(segment)
             served = "/" + "/".join(out)
             with open(log, "a") as lf:
-                lf.write(json.dumps({"method": method, "path": served, "target": target,
+                lf.write(json.dumps({"conn": number, "method": method, "path": served,
+                                     "target": target, "connection": headers.get("connection"),
                                      "upgrade": headers.get("upgrade"),
                                      "upgraded": upgraded}) + "\n")
             if not upgraded and ("upgrade" in headers or served.endswith("/switch")):
@@ -83,9 +86,11 @@ def main():
     s.listen(64)
     print(s.getsockname()[1], flush=True)
     sys.stdout.close()
+    number = 0
     while True:
         c, _ = s.accept()
-        threading.Thread(target=serve, args=(c, log), daemon=True).start()
+        number += 1
+        threading.Thread(target=serve, args=(c, number, log), daemon=True).start()
 
 
 if __name__ == "__main__":

@@ -577,6 +577,22 @@ start_abstract_listener() {
     export LISTEN_PID
 }
 
+# start_port_server VAR CMD [ARGS...]: a server of the test (CMD prints the port it
+# listens on as its first line, then serves); the port in VAR, its pid in PORT_SERVER_PID
+# (tracked: killed on exit).
+start_port_server() {
+    local var=$1 fifo="$T/.port-server.$RANDOM" port=""
+    shift
+    mkfifo "$fifo"
+    "$@" >"$fifo" &
+    PORT_SERVER_PID=$!
+    track_pid "$PORT_SERVER_PID"
+    IFS= read -r -t 30 port <"$fifo"
+    rm -f "$fifo"
+    [ -n "$port" ] || bail_out "$(basename "$2" 2>/dev/null || echo "$1") did not start"
+    printf -v "$var" '%s' "$port"
+}
+
 # ---- workspace helpers -------------------------------------------------------------------
 
 # The snapshot of a directory tree: type, mode, link target and content hash of every entry,

@@ -17,14 +17,8 @@ need_userns
 [ -e "$PADDOCK_BUILD/paddock-gateway.so" ] || bail_out "paddock-gateway.so is not built"
 command -v curl >/dev/null || skip_all "curl is not installed"
 
-fifo="$T/.upstream"
-mkfifo "$fifo"
-"$PYTHON" "$PADDOCK_TOP/tests/integration/upstream.py" --log "$T/upstream.log" >"$fifo" &
-track_pid $!
-HTTP_PORT=""
-IFS= read -r -t 30 HTTP_PORT <"$fifo"
-rm -f "$fifo"
-[ -n "$HTTP_PORT" ] || bail_out "the test upstream did not start"
+start_port_server HTTP_PORT "$PYTHON" "$PADDOCK_TOP/tests/integration/upstream.py" \
+    --log "$T/upstream.log"
 : >"$T/upstream.log"
 
 sdk="$PADDOCK_TOP/tests/node/node_modules"
