@@ -177,6 +177,40 @@ expect_match "a dropped upgrade is recorded" '"kind":"net.upgrade_dropped"' "$OU
 expect_ne "... with its token" 0 \
     "$(printf '%s\n' "$OUT" | grep '"kind":"net.upgrade_dropped"' | grep -c '"upgrade":"h2c"')"
 
+# A body held whole to have a credential's placeholders replaced (replace_in_body) is
+# looked at the same way before it goes, chunked or not.
+set_secret form_token "form-secret-$RANDOM"
+cat >>"$T/net.yaml" <<'EOF'
+credentials:
+  - name: form
+    provider: static
+    value: {secret: form_token}
+    hosts: [lax.test]
+    placeholder: {env: FORM_TOKEN}
+    replace_in_body: true
+EOF
+cat >"$WS/rewrite.py" <<'EOF'
+import socket
+SMUGGLED = b"DELETE /admin/x HTTP/1.1\r\nHost: lax.test\r\n\r\n"
+for name, framing, body in (("length", b"Content-Length: %d\r\n" % len(SMUGGLED), SMUGGLED),
+                            ("chunked", b"Transfer-Encoding: chunked\r\n",
+                             b"%x\r\n%s\r\n0\r\n\r\n" % (len(SMUGGLED), SMUGGLED))):
+    s = socket.create_connection(("127.0.0.1", 3128))
+    s.settimeout(20)
+    s.sendall(b"POST http://lax.test/v1/static HTTP/1.1\r\nHost: lax.test\r\n%s\r\n%s" % (framing, body))
+    data = b""
+    try:
+        while chunk := s.recv(65536):
+            data += chunk
+    except OSError:
+        pass
+    print(name, data.split(b"\r\n")[0].decode() or "closed")
+EOF
+wrun --policy "$T/net.yaml" -- python3 rewrite.py
+expect_eq "replace_in_body: a held body that reads as a request is refused too" \
+    "length HTTP/1.1 400 Bad Request|chunked HTTP/1.1 400 Bad Request" "$(printf '%s' "$OUT" | paste -sd'|')"
+expect_eq "... and the lax upstream never served it" 0 "$(grep -c '"method": "DELETE"' "$T/lax.log")"
+
 # TCP_NODELAY: a request held at the upstream keeps both of the gateway's sockets open;
 # the supervisor's connected TCP sockets are read (pidfd_getfd) while it waits.
 if is_root; then
