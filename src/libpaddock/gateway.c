@@ -662,7 +662,7 @@ static void request_complete(gw_conn *c)
         pdk__gw_close_after_flush(c);
         return;
     }
-    if (c->close_upstream || !resp->keep_alive || c->upstream_eof) {
+    if (c->close_upstream) {
         bufferevent_free(c->upstream); /* the next request gets a connection of its own */
         c->upstream = NULL;
         free(c->up_host);
@@ -968,14 +968,14 @@ static bool body_unexpected(const char *method)
     return false;
 }
 
-/* What an upstream could read otherwise than the gateway is made plain (never refused
- * here: a body whose first line reads as a request is refused in forward_request_body).
+/* What an upstream could read otherwise than the gateway is made plain (a body whose first
+ * line reads as a request is refused later, in forward_request_body).
  * A GET (HEAD, OPTIONS, TRACE) with a body, which clients such as the Lark SDK send, goes
  * upstream with "Connection: close" on an upstream connection never used again: a server
  * that ignores such bodies reads nothing after them as a request. An Upgrade other than
  * WebSocket (h2c above all: HTTP/2 frames after a 101, never read) is dropped and the
  * request goes on as HTTP/1.1; only a WebSocket upgrade may end in a tunnel. */
-static bool request_framing_safe(gw_conn *c)
+static void make_request_plain(gw_conn *c)
 {
     pdk_http_head *h = c->req;
     bool has_body = h->framing == PDK_HTTP_FRAMING_CHUNKED ||
@@ -1002,7 +1002,6 @@ static bool request_framing_safe(gw_conn *c)
             h->upgrade_protocol = NULL;
         }
     }
-    return true;
 }
 
 /* The request head is read: judge it and act. */
@@ -1059,8 +1058,8 @@ static void start_request(gw_conn *c)
             return;
         }
     }
-    if (!connect && !request_framing_safe(c))
-        return;
+    if (!connect)
+        make_request_plain(c);
     pdk_net_request nr = {.scheme = h->scheme, .host = c->host, .port = c->port};
     if (!connect) {
         const char *why = NULL;

@@ -98,10 +98,10 @@ bool pdk_net_path_matches(const char *glob, const char *path);
  * decoded, other escapes upper-cased, "." and ".." segments removed (RFC 3986 5.2.4), the
  * query cut off into *query (new string, or NULL). A segment whose name before its
  * parameters (";...", "%3B...") is "." or ".." is a dot segment too: "/v1/..;/admin/x" is
- * "/admin/x", as servers that strip path parameters serve it. NULL when the path is not acceptable,
- * with *why: not starting with "/", a bad or NUL escape, or dot segments hidden behind an
- * encoded slash or backslash ("/a/%2e%2e%2fb"), which an upstream that decodes them would
- * route elsewhere than the rules saw. */
+ * "/admin/x", as servers that strip path parameters serve it. NULL when the path is not
+ * acceptable, with *why: not starting with "/", a bad or NUL escape, or dot segments hidden
+ * behind an encoded slash or backslash ("/a/%2e%2e%2fb"), which an upstream that decodes
+ * them would route elsewhere than the rules saw. */
 char *pdk_net_path_normalize(const char *target, char **query, const char **why);
 
 /* A normalised path with every segment's parameters (from ";" or "%3B" to the end of the
@@ -119,7 +119,7 @@ void pdk_net_rules_judge(const pdk_net_rules *rules, const pdk_net_request *req,
 bool pdk_net_rules_could_reach(const pdk_net_rules *rules, const char *host);
 
 /* Whether an allow or ask rule names host exactly (not by a glob): only then may the host's
- * address be loopback, private, link-local or metadata. */
+ * address be private, link-local or metadata (loopback: pdk_net_rules_host_loopback). */
 bool pdk_net_rules_names_exactly(const pdk_net_rules *rules, const char *host);
 
 /* Whether an allow or ask rule with host_loopback names req's host exactly and matches the
