@@ -262,12 +262,12 @@ static int lint(int argc, char **argv)
         for (size_t l = 0; l < 2; l++)
             for (size_t i = 0; i < from[l]->count; i++) {
                 const pdk_policy_diag *d = &from[l]->items[i];
-                json_array_append_new(lists[l], json_pack("{s:i, s:i, s:s}", "line", d->line,
-                                                          "column", d->column, "message",
-                                                          d->message));
+                json_array_append_new(lists[l],
+                                      json_pack("{s:i, s:i, s:s}", "line", d->line, "column",
+                                                d->column, "message", d->message));
             }
-        pdk_cli_print_json(json_pack("{s:s, s:b, s:o, s:o}", "file", file, "ok", r == 0,
-                                     "problems", lists[0], "warnings", lists[1]));
+        pdk_cli_print_json(json_pack("{s:s, s:b, s:o, s:o}", "file", file, "ok", r == 0, "problems",
+                                     lists[0], "warnings", lists[1]));
     } else {
         for (size_t i = 0; i < diags.count; i++) {
             _cleanup_free_ char *line = pdk_policy_diag_format(&diags.items[i]);

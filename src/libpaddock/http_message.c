@@ -1782,7 +1782,7 @@ int pdk_http_looks_like_request_line(const char *data, size_t len, bool complete
         return 0;
     const unsigned char *lf = memchr(p + i, '\n', len - i);
     if (!lf && (!complete || cut))
-        return complete ? 0 : -1; /* a line over the bound is none a server takes */
+        return complete ? 0 : -1;             /* a line over the bound is none a server takes */
     size_t end = lf ? (size_t)(lf - p) : len; /* a whole body ends its line */
     if (end > i && p[end - 1] == '\r')
         end--;

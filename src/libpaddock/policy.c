@@ -2381,7 +2381,8 @@ void pdk_policy_warnings(const pdk_policy *policy, pdk_policy_diags *out)
     const pdk_net_rules *net = &policy->network;
     for (size_t i = 0; i < net->count; i++) {
         const pdk_net_rule *r = &net->rules[i];
-        if (r->host_loopback || r->decision == PDK_DECISION_DENY || !pdk_net_host_is_loopback(r->host))
+        if (r->host_loopback || r->decision == PDK_DECISION_DENY ||
+            !pdk_net_host_is_loopback(r->host))
             continue;
         out->items = xrealloc(out->items, (out->count + 1) * sizeof(*out->items));
         out->items[out->count++] = (pdk_policy_diag){
