@@ -37,6 +37,7 @@ typedef struct pdk_net_rule {
     char *path;     /* glob; NULL: any */
     pdk_decision decision;
     char *reason; /* may be NULL */
+    bool quiet;   /* a deny rule whose refusals are recorded, not shown */
     /* The rule reaches the loopback of the machine paddock runs on (host_loopback: true):
      * only such a rule lets a request to 127.0.0.0/8, ::1, 0.0.0.0 or a name resolving to
      * one of them (localhost) leave the sandbox; host is exact, never a pattern. */

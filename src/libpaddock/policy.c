@@ -24,6 +24,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 #include <yaml.h>
 
@@ -51,8 +52,10 @@ const char *const pdk_builtin_protected[] = {
 };
 
 const char *const pdk_builtin_protected_home[] = {
-    ".bashrc",   ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc",
-    ".zprofile", ".zshenv",       ".zlogin",     ".gitconfig",   NULL,
+    ".bashrc",           ".bash_profile",   ".bash_login",        ".bash_logout",
+    ".profile",          ".zshrc",          ".zprofile",          ".zshenv",
+    ".zlogin",           ".gitconfig",      ".config/git/",       ".claude/settings.json",
+    ".claude/commands/", ".claude/agents/", ".codex/config.toml", NULL,
 };
 
 const char *const pdk_builtin_hidden_home[] = {
@@ -199,41 +202,8 @@ static void sort_diags(pdk_policy_diag *d, size_t n)
     }
 }
 
-/* Length of the UTF-8 sequence at s (at most n bytes) and its code point; 1 and the byte
- * itself for anything malformed (libyaml has validated its input, but be safe). */
-static size_t utf8_next(const unsigned char *s, size_t n, uint32_t *cp)
-{
-    size_t len = s[0] < 0x80             ? 1
-                 : (s[0] & 0xe0) == 0xc0 ? 2
-                 : (s[0] & 0xf0) == 0xe0 ? 3
-                 : (s[0] & 0xf8) == 0xf0 ? 4
-                                         : 0;
-    if (len == 0 || len > n) {
-        *cp = s[0];
-        return 1;
-    }
-    uint32_t v = len == 1 ? s[0] : s[0] & (0x7f >> len);
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xc0) != 0x80) {
-            *cp = s[0];
-            return 1;
-        }
-        v = (v << 6) | (s[i] & 0x3f);
-    }
-    *cp = v;
-    return len;
-}
-
-/* Characters that must not reach a terminal raw: controls (C0, DEL, C1), line and paragraph
- * separators, bidirectional overrides and isolates ("Trojan Source"), the BOM. */
-static bool needs_escape(uint32_t cp)
-{
-    return cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) || cp == 0x2028 || cp == 0x2029 ||
-           (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069) || cp == 0xfeff;
-}
-
 /* s quoted for a one-line message: "...", with quotes, backslashes and the characters of
- * needs_escape() escaped, and long values cut (between characters) with "...". */
+ * pdk_char_needs_escape() escaped, and long values cut (between characters) with "...". */
 static char *quote(const char *s, size_t len)
 {
     const unsigned char *u = (const unsigned char *)s;
@@ -242,12 +212,12 @@ static char *quote(const char *s, size_t len)
     size_t i = 0;
     while (i < len && i < MAX_SHOWN_CHARS) {
         uint32_t cp;
-        size_t n = utf8_next(u + i, len - i, &cp);
+        size_t n = pdk_utf8_next(u + i, len - i, &cp);
         if (cp == '"' || cp == '\\')
             pdk_buf_printf(&b, "\\%c", (char)cp);
-        else if (cp < 0x80 && needs_escape(cp))
+        else if (cp < 0x80 && pdk_char_needs_escape(cp))
             pdk_buf_printf(&b, "\\x%02x", (unsigned)cp);
-        else if (needs_escape(cp))
+        else if (pdk_char_needs_escape(cp))
             pdk_buf_printf(&b, "\\u%04x", (unsigned)cp);
         else
             pdk_buf_append(&b, s + i, n);
@@ -1117,6 +1087,29 @@ static void handle_nested_userns(parse_state *st, const char *field, yaml_node_t
     parse_bool(st, field, n, &st->policy->nested_userns);
 }
 
+/* ---- home ---- */
+
+static void handle_home_persist(parse_state *st, const char *field, yaml_node_t *n)
+{
+    const char *v = scalar_text(st, field, n, "a name");
+    if (!v)
+        return;
+    size_t len = strlen(v);
+    bool ok = len > 0 && len <= PDK_HOME_NAME_MAX && v[0] != '.' && v[0] != '-';
+    for (size_t i = 0; ok && i < len; i++)
+        ok = pdk_name_char((unsigned char)v[i]);
+    if (!ok) {
+        _cleanup_free_ char *q = quote_str(v);
+        diag_node(st, n,
+                  "%s: %s is not a home name (letters, digits, '.', '_', '-', at most %d, not "
+                  "starting with '.' or '-'; e.g. codex)",
+                  field, q, PDK_HOME_NAME_MAX);
+        return;
+    }
+    free(st->policy->home_persist);
+    st->policy->home_persist = xstrdup(v);
+}
+
 /* ---- commands ---- */
 
 /* One token of a pattern: a glob, or a list of them (alternatives). NULL after a
@@ -1189,9 +1182,28 @@ static void handle_commands_default(parse_state *st, const char *field, yaml_nod
     parse_decision(st, field, n, &st->policy->commands.default_decision);
 }
 
+/* A rule's "quiet": true only on a deny rule (a refusal it decides is recorded, not shown);
+ * an ask must reach a human. */
+static bool parse_quiet(parse_state *st, const char *field, yaml_node_t *n, bool decided,
+                        pdk_decision decision, bool *out)
+{
+    _cleanup_free_ char *qfield = xasprintf("%s.quiet", field);
+    if (!parse_bool(st, qfield, n, out))
+        return false;
+    if (*out && decided && decision != PDK_DECISION_DENY) {
+        diag_node(st, n,
+                  "%s: quiet is for deny rules (their refusals are recorded and not shown; a "
+                  "rule that lets something through or asks a human is never quiet)",
+                  qfield);
+        return false;
+    }
+    return true;
+}
+
 static void command_rule(parse_state *st, const char *field, yaml_node_t *n)
 {
-    static const key_spec keys[] = {{"match", NULL}, {"decision", NULL}, {"reason", NULL}};
+    static const key_spec keys[] = {
+        {"match", NULL}, {"decision", NULL}, {"reason", NULL}, {"quiet", NULL}};
     yaml_node_t *values[PDK_ARRAY_SIZE(keys)];
     if (!mapping_values(st, field, n, keys, PDK_ARRAY_SIZE(keys), values))
         return;
@@ -1208,10 +1220,14 @@ static void command_rule(parse_state *st, const char *field, yaml_node_t *n)
     pdk_decision d = PDK_DECISION_ALLOW;
     _cleanup_free_ char *dfield = xasprintf("%s.decision", field);
     _cleanup_free_ char *rfield = xasprintf("%s.reason", field);
-    if (decision && !parse_decision(st, dfield, decision, &d))
+    bool decided = decision && parse_decision(st, dfield, decision, &d);
+    if (decision && !decided)
         ok = false;
     const char *why = NULL;
     if (reason && !(why = scalar_text(st, rfield, reason, "a reason (one line of text)")))
+        ok = false;
+    bool quiet = false;
+    if (values[3] && !parse_quiet(st, field, values[3], decided, d, &quiet))
         ok = false;
     char ***tokens = NULL;
     size_t ntokens = 0;
@@ -1242,6 +1258,7 @@ static void command_rule(parse_state *st, const char *field, yaml_node_t *n)
     if (ok) {
         pdk_command_rules *rules = &st->policy->commands;
         pdk_command_rules_add(rules, (char *const *const *)tokens, ntokens, d, why);
+        rules->rules[rules->count - 1].quiet = quiet;
         st->policy->rule_lines =
             xrealloc(st->policy->rule_lines, rules->count * sizeof(*st->policy->rule_lines));
         st->policy->rule_lines[rules->count - 1] = clamp_int(n->start_mark.line + 1);
@@ -1522,9 +1539,9 @@ static void handle_network_default(parse_state *st, const char *field, yaml_node
 
 static void network_rule(parse_state *st, const char *field, yaml_node_t *n)
 {
-    static const key_spec keys[] = {{"host", NULL},    {"port", NULL},         {"scheme", NULL},
-                                    {"methods", NULL}, {"path", NULL},         {"decision", NULL},
-                                    {"reason", NULL},  {"host_loopback", NULL}};
+    static const key_spec keys[] = {{"host", NULL},    {"port", NULL},  {"scheme", NULL},
+                                    {"methods", NULL}, {"path", NULL},  {"decision", NULL},
+                                    {"reason", NULL},  {"quiet", NULL}, {"host_loopback", NULL}};
     yaml_node_t *v[PDK_ARRAY_SIZE(keys)];
     if (!mapping_values(st, field, n, keys, PDK_ARRAY_SIZE(keys), v))
         return;
@@ -1570,10 +1587,11 @@ static void network_rule(parse_state *st, const char *field, yaml_node_t *n)
             r.path = xstrdup(path);
         }
     }
+    bool decided = false;
     if (!v[5]) {
         diag_node(st, n, "%s: a rule needs \"decision\" (allow, ask or deny)", field);
         ok = false;
-    } else if (!parse_decision(st, fd, v[5], &r.decision)) {
+    } else if (!(decided = parse_decision(st, fd, v[5], &r.decision))) {
         ok = false;
     } else if (r.decision == PDK_DECISION_CONFINE) {
         diag_node(st, v[5], "%s: confine is a decision for commands (use allow, ask or deny)", fd);
@@ -1583,11 +1601,13 @@ static void network_rule(parse_state *st, const char *field, yaml_node_t *n)
     if (v[6] && !(why = scalar_text(st, fr, v[6], "a reason (one line of text)")))
         ok = false;
     r.reason = why ? xstrdup(why) : NULL;
+    if (v[7] && !parse_quiet(st, field, v[7], decided, r.decision, &r.quiet))
+        ok = false;
     _cleanup_free_ char *fl = xasprintf("%s.host_loopback", field);
-    if (v[7] && !parse_bool(st, fl, v[7], &r.host_loopback))
+    if (v[8] && !parse_bool(st, fl, v[8], &r.host_loopback))
         ok = false;
     if (r.host_loopback && r.host && strchr(r.host, '*')) {
-        diag_node(st, v[7],
+        diag_node(st, v[8],
                   "%s: a rule that reaches the host's loopback names its host exactly (e.g. "
                   "127.0.0.1 or localhost), not a pattern",
                   fl);
@@ -1775,7 +1795,87 @@ static void credential_clear(pdk_credential *c)
     free(c->placeholder_env);
     free(c->placeholder_app_secret_env);
     free(c->placeholder_file);
+    free(c->placeholder_prefix);
+    pdk_strv_free(c->replace_in_headers);
     memset(c, 0, sizeof(*c));
+}
+
+/* A field name a credential can be set in: a token of letters, digits, '-' and '_'. */
+static bool header_name_ok(const char *h)
+{
+    bool ok = h && *h;
+    for (const char *p = h; ok && *p; p++)
+        ok = isalnum((unsigned char)*p) || *p == '-' || *p == '_';
+    return ok;
+}
+
+/* Fields that frame or route a request: never a credential's (the gateway would change what
+ * the request is). */
+static bool header_is_framing(const char *h)
+{
+    static const char *const names[] = {
+        "Host", "Content-Length", "Transfer-Encoding", "Connection",       "Upgrade",
+        "TE",   "Trailer",        "Keep-Alive",        "Proxy-Connection", "Expect"};
+    for (size_t i = 0; i < PDK_ARRAY_SIZE(names); i++)
+        if (strcasecmp(h, names[i]) == 0)
+            return true;
+    return false;
+}
+
+/* replace_in_headers: the field names; false after a diagnostic. */
+static bool credential_fields(parse_state *st, const char *field, yaml_node_t *n, char ***out)
+{
+    yaml_node_item_t *items;
+    size_t count = 0;
+    if (!list_items(st, field, n, &items, &count))
+        return false;
+    bool ok = true;
+    *out = xcalloc(1, sizeof(char *));
+    for (size_t i = 0; i < count; i++) {
+        _cleanup_free_ char *f = xasprintf("%s[%zu]", field, i);
+        yaml_node_t *item = node_at(st, items[i]);
+        const char *h = item ? scalar_text(st, f, item, "a header name") : NULL;
+        if (!h) {
+            ok = false;
+        } else if (!header_name_ok(h)) {
+            _cleanup_free_ char *q = quote_str(h);
+            diag_node(st, item, "%s: %s is not a header name (letters, digits, '-', '_')", f, q);
+            ok = false;
+        } else if (header_is_framing(h)) {
+            diag_node(st, item,
+                      "%s: %s frames or routes the request and cannot carry a credential "
+                      "(name the field the API reads its key from, e.g. X-Api-Key)",
+                      f, h);
+            ok = false;
+        } else {
+            pdk_strv_push(out, h);
+        }
+    }
+    if (count == 0) {
+        diag_node(st, n, "%s: give at least one header name, e.g. [X-Api-Key]", field);
+        ok = false;
+    }
+    return ok;
+}
+
+/* placeholder.prefix: what a placeholder starts with; NULL after a diagnostic. */
+static char *placeholder_prefix(parse_state *st, const char *field, yaml_node_t *n)
+{
+    const char *v = scalar_text(st, field, n, "a prefix such as \"sk-proj-\"");
+    if (!v)
+        return NULL;
+    bool ok = *v && strlen(v) <= 64;
+    for (const char *p = v; ok && *p; p++)
+        ok = isalnum((unsigned char)*p) || strchr("-_.~+/:", *p);
+    if (!ok) {
+        _cleanup_free_ char *q = quote_str(v);
+        diag_node(st, n,
+                  "%s: %s is not a prefix (1 to 64 letters, digits and '-', '_', '.', '~', '+', "
+                  "'/', ':')",
+                  field, q);
+        return NULL;
+    }
+    return xstrdup(v);
 }
 
 static void credential(parse_state *st, const char *field, yaml_node_t *n)
@@ -1793,7 +1893,9 @@ static void credential(parse_state *st, const char *field, yaml_node_t *n)
         K_HOSTS,
         K_INJECT,
         K_PLACEHOLDER,
+        K_FIELDS,
         K_BODY,
+        K_PLAIN_HTTP,
         K_COUNT
     };
     static const key_spec keys[] = {
@@ -1809,7 +1911,9 @@ static void credential(parse_state *st, const char *field, yaml_node_t *n)
         {"hosts", NULL},
         {"inject", NULL},
         {"placeholder", NULL},
+        {"replace_in_headers", NULL},
         {"replace_in_body", NULL},
+        {"allow_plain_http", NULL},
     };
     yaml_node_t *v[K_COUNT];
     if (!mapping_values(st, field, n, keys, K_COUNT, v))
@@ -1822,6 +1926,8 @@ static void credential(parse_state *st, const char *field, yaml_node_t *n)
     SUBFIELD(K_HOSTS);
     SUBFIELD(K_TOKEN_URL);
     SUBFIELD(K_BODY);
+    SUBFIELD(K_FIELDS);
+    SUBFIELD(K_PLAIN_HTTP);
 #undef SUBFIELD
     const char *name = v[K_NAME] ? scalar_text(st, f_K_NAME, v[K_NAME], "a name") : NULL;
     if (!v[K_NAME]) {
@@ -1944,10 +2050,14 @@ static void credential(parse_state *st, const char *field, yaml_node_t *n)
             _cleanup_free_ char *fv = xasprintf("%s.value", fi);
             const char *h = iv[0] ? scalar_text(st, fh, iv[0], "a header name") : NULL;
             const char *val = iv[1] ? scalar_text(st, fv, iv[1], "a value with {token}") : NULL;
-            bool name_ok = h && *h;
-            for (const char *p = h; name_ok && *p; p++)
-                name_ok = isalnum((unsigned char)*p) || *p == '-' || *p == '_';
-            if (!name_ok) {
+            bool name_ok = header_name_ok(h) && !header_is_framing(h);
+            if (!name_ok && header_name_ok(h)) {
+                diag_node(st, iv[0],
+                          "%s: %s frames or routes the request and cannot carry a "
+                          "credential (e.g. Authorization)",
+                          fh, h);
+                ok = false;
+            } else if (!name_ok) {
                 diag_node(st, iv[0] ? iv[0] : v[K_INJECT],
                           "%s: give the header to set, e.g. Authorization", fh);
                 ok = false;
@@ -1967,10 +2077,11 @@ static void credential(parse_state *st, const char *field, yaml_node_t *n)
     }
     /* placeholder */
     if (v[K_PLACEHOLDER]) {
-        static const key_spec pkeys[] = {{"env", NULL}, {"app_secret_env", NULL}, {"file", NULL}};
-        yaml_node_t *pv[3];
+        static const key_spec pkeys[] = {
+            {"env", NULL}, {"app_secret_env", NULL}, {"file", NULL}, {"prefix", NULL}};
+        yaml_node_t *pv[4];
         _cleanup_free_ char *fp = xasprintf("%s.placeholder", field);
-        if (!mapping_values(st, fp, v[K_PLACEHOLDER], pkeys, 3, pv)) {
+        if (!mapping_values(st, fp, v[K_PLACEHOLDER], pkeys, 4, pv)) {
             ok = false;
         } else {
             _cleanup_free_ char *fe = xasprintf("%s.env", fp);
@@ -2000,6 +2111,9 @@ static void credential(parse_state *st, const char *field, yaml_node_t *n)
                 else
                     ok = false;
             }
+            _cleanup_free_ char *fx = xasprintf("%s.prefix", fp);
+            if (pv[3] && !(c.placeholder_prefix = placeholder_prefix(st, fx, pv[3])))
+                ok = false;
             if (!pv[0] && !pv[1] && !pv[2]) {
                 diag_node(st, v[K_PLACEHOLDER],
                           "%s: say where the sandbox finds the "
@@ -2016,8 +2130,32 @@ static void credential(parse_state *st, const char *field, yaml_node_t *n)
                   field);
         ok = false;
     }
-    if (v[K_BODY] && !parse_bool(st, f_K_BODY, v[K_BODY], &c.replace_in_body))
+    bool body_ok = !v[K_BODY] || parse_bool(st, f_K_BODY, v[K_BODY], &c.replace_in_body);
+    if (!body_ok)
         ok = false;
+    if (v[K_FIELDS] && !credential_fields(st, f_K_FIELDS, v[K_FIELDS], &c.replace_in_headers))
+        ok = false;
+    if (v[K_PLAIN_HTTP] && !parse_bool(st, f_K_PLAIN_HTTP, v[K_PLAIN_HTTP], &c.allow_plain_http))
+        ok = false;
+    /* A placeholder is replaced only where the credential says: a credential that names no
+     * place would never put its value anywhere (the sandbox's placeholder would go on as
+     * it is), which is what an older policy relying on "replaced wherever it appears" would
+     * silently get. */
+    if (v[K_PLACEHOLDER] && !v[K_INJECT] && !v[K_FIELDS] && !c.replace_in_body && body_ok) {
+        diag_node(st, n,
+                  "%s: say where the placeholder is replaced by the value: \"inject\" (a "
+                  "header the gateway sets), \"replace_in_headers\" (e.g. [X-Api-Key]) or "
+                  "\"replace_in_body: true\"",
+                  field);
+        ok = false;
+    }
+    if (!v[K_PLACEHOLDER] && (v[K_FIELDS] || c.replace_in_body)) {
+        diag_node(st, v[K_FIELDS] ? v[K_FIELDS] : v[K_BODY],
+                  "%s: what is replaced is the sandbox's placeholder, and the credential gives "
+                  "the sandbox none (add \"placeholder\")",
+                  v[K_FIELDS] ? f_K_FIELDS : f_K_BODY);
+        ok = false;
+    }
     if (!ok) {
         credential_clear(&c);
         return;
@@ -2063,6 +2201,10 @@ static const key_spec sandbox_keys[] = {
     {"nested_userns", handle_nested_userns},
 };
 
+static const key_spec home_keys[] = {
+    {"persist", handle_home_persist},
+};
+
 static const key_spec commands_keys[] = {
     {"default", handle_commands_default},
     {"rules", handle_commands_rules},
@@ -2090,6 +2232,7 @@ SECTION_HANDLER(handle_env, env_keys)
 SECTION_HANDLER(handle_limits, limits_keys)
 SECTION_HANDLER(handle_landlock, landlock_keys)
 SECTION_HANDLER(handle_sandbox, sandbox_keys)
+SECTION_HANDLER(handle_home, home_keys)
 SECTION_HANDLER(handle_commands, commands_keys)
 SECTION_HANDLER(handle_approvals, approvals_keys)
 
@@ -2113,11 +2256,17 @@ static void handle_network(parse_state *st, const char *field, yaml_node_t *n)
 }
 
 static const key_spec top_keys[] = {
-    {"version", handle_version},   {"filesystem", handle_filesystem},
-    {"env", handle_env},           {"limits", handle_limits},
-    {"landlock", handle_landlock}, {"sandbox", handle_sandbox},
-    {"commands", handle_commands}, {"approvals", handle_approvals},
-    {"network", handle_network},   {"credentials", handle_credentials},
+    {"version", handle_version},
+    {"filesystem", handle_filesystem},
+    {"env", handle_env},
+    {"limits", handle_limits},
+    {"landlock", handle_landlock},
+    {"sandbox", handle_sandbox},
+    {"home", handle_home},
+    {"commands", handle_commands},
+    {"approvals", handle_approvals},
+    {"network", handle_network},
+    {"credentials", handle_credentials},
 };
 
 /* ---- libyaml ---- */
@@ -2345,6 +2494,7 @@ void pdk_policy_free(pdk_policy *policy)
     pdk_strv_free(policy->write);
     pdk_strv_free(policy->protect);
     pdk_strv_free(policy->env_pass);
+    free(policy->home_persist);
     for (size_t i = 0; i < policy->env_set_count; i++) {
         free(policy->env_set[i].name);
         free(policy->env_set[i].value);

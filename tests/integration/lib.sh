@@ -403,6 +403,44 @@ pdk() {
     return 0
 }
 
+# as_user UID DIR HOME STATE ARGS...: paddock ARGS as uid and gid UID (setpriv, no other
+# groups), from DIR, with that home and state dir; bounded and captured as pdk does.
+as_user() {
+    local uid="$1" dir="$2" home="$3" state="$4"
+    shift 4
+    _last_cmd="(uid $uid) paddock $(printf '%q ' "$@")"
+    (cd "$dir" && timeout -k 5 60 setpriv --reuid="$uid" --regid="$uid" --clear-groups \
+        env HOME="$home" PADDOCK_STATE_DIR="$state" PATH="$SANDBOX_PATH" \
+        "$PADDOCK" "$@") </dev/null >"$T/.out" 2>"$T/.err"
+    RC=$?
+    OUT=$(cat "$T/.out")
+    ERR=$(cat "$T/.err")
+}
+
+# with_pty CMD...: run CMD as a session leader with a new pty as its controlling terminal
+# (its stdin, stdout and stderr); prints what it wrote (CRLF as LF) and exits with its
+# status.
+with_pty() {
+    timeout -k 5 90 "$PYTHON" -c '
+import os, pty, sys
+pid, fd = pty.fork()
+if pid == 0:
+    os.execvp(sys.argv[1], sys.argv[1:])
+out = b""
+while True:
+    try:
+        data = os.read(fd, 4096)
+    except OSError:
+        break
+    if not data:
+        break
+    out += data
+_, status = os.waitpid(pid, 0)
+sys.stdout.write(out.decode(errors="replace").replace("\r\n", "\n"))
+sys.exit(os.waitstatus_to_exitcode(status))
+' "$@"
+}
+
 # wrun ARGS...: prun --workspace "$WS" ARGS from the directory $WS.
 wrun() {
     cd "$WS" || return 1
@@ -589,7 +627,7 @@ start_port_server() {
     track_pid "$PORT_SERVER_PID"
     IFS= read -r -t 30 port <"$fifo"
     rm -f "$fifo"
-    [ -n "$port" ] || bail_out "$(basename "$2" 2>/dev/null || echo "$1") did not start"
+    [ -n "$port" ] || bail_out "a server of the test did not start: $1 ${2:0:80}"
     printf -v "$var" '%s' "$port"
 }
 
@@ -653,4 +691,14 @@ start_fake_feishu() {
     IFS= read -r -t 30 FS_PORT <"$fifo"
     rm -f "$fifo"
     [ -n "$FS_PORT" ] || bail_out "the fake Feishu server did not start"
+}
+
+# ---- the test upstream (tests/integration/upstream.py) -----------------------------------
+
+# start_upstream VAR [ARGS...]: upstream.py on 127.0.0.1 (ARGS: --tls CERT KEY, --log FILE,
+# --git ROOT); its port in VAR.
+start_upstream() {
+    local var=$1
+    shift
+    start_port_server "$var" "$PYTHON" "$PADDOCK_TOP/tests/integration/upstream.py" "$@"
 }

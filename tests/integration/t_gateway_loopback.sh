@@ -17,8 +17,7 @@ need_userns
 [ -e "$PADDOCK_BUILD/paddock-gateway.so" ] || bail_out "paddock-gateway.so is not built"
 command -v curl >/dev/null || skip_all "curl is not installed"
 
-start_port_server HTTP_PORT "$PYTHON" "$PADDOCK_TOP/tests/integration/upstream.py" \
-    --log "$T/upstream.log"
+start_upstream HTTP_PORT --log "$T/upstream.log"
 : >"$T/upstream.log"
 
 sdk="$PADDOCK_TOP/tests/node/node_modules"
