@@ -1200,14 +1200,68 @@ static bool parse_quiet(parse_state *st, const char *field, yaml_node_t *n, bool
     return true;
 }
 
+/* A pattern: a list of tokens, each a word or a list of alternatives (a single word is a
+ * pattern of one token). *tokens and *ntokens NULL/0 after a diagnostic. */
+static bool command_pattern(parse_state *st, const char *field, yaml_node_t *n, char ****tokens,
+                            size_t *ntokens, bool word_alone)
+{
+    *tokens = NULL;
+    *ntokens = 0;
+    if (word_alone && n->type == YAML_SCALAR_NODE) {
+        char **alts = pattern_token(st, field, n);
+        if (!alts)
+            return false;
+        *tokens = xcalloc(1, sizeof(**tokens));
+        (*tokens)[0] = alts;
+        *ntokens = 1;
+        return true;
+    }
+    yaml_node_item_t *items;
+    size_t nitems = 0;
+    if (!list_items(st, field, n, &items, &nitems))
+        return false;
+    if (nitems == 0) {
+        diag_node(st, n,
+                  "%s: an empty pattern matches nothing (give the command's first words, e.g. "
+                  "[git, push])",
+                  field);
+        return false;
+    }
+    bool ok = true;
+    char ***t = xcalloc(nitems, sizeof(*t));
+    for (size_t i = 0; i < nitems; i++) {
+        _cleanup_free_ char *tf = xasprintf("%s[%zu]", field, i);
+        yaml_node_t *item = node_at(st, items[i]);
+        t[i] = item ? pattern_token(st, tf, item) : NULL;
+        if (!t[i])
+            ok = false;
+    }
+    if (!ok) {
+        for (size_t i = 0; i < nitems; i++)
+            pdk_strv_free(t[i]);
+        free(t);
+        return false;
+    }
+    *tokens = t;
+    *ntokens = nitems;
+    return true;
+}
+
+static void free_pattern(char ***tokens, size_t ntokens)
+{
+    for (size_t i = 0; i < ntokens; i++)
+        pdk_strv_free(tokens[i]);
+    free(tokens);
+}
+
 static void command_rule(parse_state *st, const char *field, yaml_node_t *n)
 {
     static const key_spec keys[] = {
-        {"match", NULL}, {"decision", NULL}, {"reason", NULL}, {"quiet", NULL}};
+        {"match", NULL}, {"decision", NULL}, {"reason", NULL}, {"under", NULL}, {"quiet", NULL}};
     yaml_node_t *values[PDK_ARRAY_SIZE(keys)];
     if (!mapping_values(st, field, n, keys, PDK_ARRAY_SIZE(keys), values))
         return;
-    yaml_node_t *match = values[0], *decision = values[1], *reason = values[2];
+    yaml_node_t *match = values[0], *decision = values[1], *reason = values[2], *under = values[3];
     bool ok = true;
     if (!match) {
         diag_node(st, n, "%s: a rule needs \"match\" (an argv prefix, e.g. [git, push])", field);
@@ -1227,45 +1281,57 @@ static void command_rule(parse_state *st, const char *field, yaml_node_t *n)
     if (reason && !(why = scalar_text(st, rfield, reason, "a reason (one line of text)")))
         ok = false;
     bool quiet = false;
-    if (values[3] && !parse_quiet(st, field, values[3], decided, d, &quiet))
+    if (values[4] && !parse_quiet(st, field, values[4], decided, d, &quiet))
         ok = false;
     char ***tokens = NULL;
     size_t ntokens = 0;
     _cleanup_free_ char *mfield = xasprintf("%s.match", field);
-    if (match) {
+    if (match && !command_pattern(st, mfield, match, &tokens, &ntokens, false))
+        ok = false;
+    /* under: a list of patterns (each a word, or a list of words and alternatives) */
+    char ****under_tokens = NULL;
+    size_t *under_counts = NULL, nunder = 0;
+    _cleanup_free_ char *ufield = xasprintf("%s.under", field);
+    if (under) {
         yaml_node_item_t *items;
         size_t nitems = 0;
-        if (!list_items(st, mfield, match, &items, &nitems)) {
+        if (!list_items(st, ufield, under, &items, &nitems)) {
             ok = false;
         } else if (nitems == 0) {
-            diag_node(st, match,
-                      "%s: an empty pattern matches nothing (give the command's first "
-                      "words, e.g. [git, push])",
-                      mfield);
+            diag_node(st, under,
+                      "%s: an empty list holds under no process (give the commands whose "
+                      "children the rule is for, e.g. [[npm, install], npx])",
+                      ufield);
             ok = false;
         } else {
-            tokens = xcalloc(nitems, sizeof(*tokens));
+            under_tokens = xcalloc(nitems, sizeof(*under_tokens));
+            under_counts = xcalloc(nitems, sizeof(*under_counts));
+            nunder = nitems;
             for (size_t i = 0; i < nitems; i++) {
-                _cleanup_free_ char *tf = xasprintf("%s[%zu]", mfield, i);
+                _cleanup_free_ char *pf = xasprintf("%s[%zu]", ufield, i);
                 yaml_node_t *item = node_at(st, items[i]);
-                tokens[i] = item ? pattern_token(st, tf, item) : NULL;
-                if (!tokens[i])
+                if (!item ||
+                    !command_pattern(st, pf, item, &under_tokens[i], &under_counts[i], true))
                     ok = false;
             }
-            ntokens = nitems;
         }
     }
     if (ok) {
         pdk_command_rules *rules = &st->policy->commands;
         pdk_command_rules_add(rules, (char *const *const *)tokens, ntokens, d, why);
         rules->rules[rules->count - 1].quiet = quiet;
+        for (size_t i = 0; i < nunder; i++)
+            pdk_command_rules_add_under(rules, rules->count - 1,
+                                        (char *const *const *)under_tokens[i], under_counts[i]);
         st->policy->rule_lines =
             xrealloc(st->policy->rule_lines, rules->count * sizeof(*st->policy->rule_lines));
         st->policy->rule_lines[rules->count - 1] = clamp_int(n->start_mark.line + 1);
     }
-    for (size_t i = 0; i < ntokens; i++)
-        pdk_strv_free(tokens[i]);
-    free(tokens);
+    free_pattern(tokens, ntokens);
+    for (size_t i = 0; i < nunder; i++)
+        free_pattern(under_tokens[i], under_counts[i]);
+    free(under_tokens);
+    free(under_counts);
 }
 
 static void handle_commands_rules(parse_state *st, const char *field, yaml_node_t *n)
@@ -1276,7 +1342,8 @@ static void handle_commands_rules(parse_state *st, const char *field, yaml_node_
 /* Examples are checked once every rule is known (the rules may come after them). */
 typedef struct pending_example {
     char **argv;
-    char *shown; /* the command as written */
+    char **under; /* the argv of the installer it runs under, or NULL */
+    char *shown;  /* the command as written */
     pdk_decision expected;
     yaml_node_t *node;
     char *field;
@@ -1284,19 +1351,33 @@ typedef struct pending_example {
 
 static void example(parse_state *st, const char *field, yaml_node_t *n)
 {
-    static const key_spec keys[] = {{"command", NULL}, {"argv", NULL}, {"decision", NULL}};
+    static const key_spec keys[] = {
+        {"command", NULL}, {"argv", NULL}, {"decision", NULL}, {"under", NULL}};
     yaml_node_t *values[PDK_ARRAY_SIZE(keys)];
     if (!mapping_values(st, field, n, keys, PDK_ARRAY_SIZE(keys), values))
         return;
-    yaml_node_t *command = values[0], *argv = values[1], *decision = values[2];
+    yaml_node_t *command = values[0], *argv = values[1], *decision = values[2], *under = values[3];
+    _cleanup_strv_ char **under_argv = NULL;
+    if (under) {
+        _cleanup_free_ char *ufield = xasprintf("%s.under", field);
+        const char *line = scalar_text(st, ufield, under, "a command line (of the installer)");
+        if (!line)
+            return;
+        if (!*line) {
+            diag_node(st, under, "%s: the command line is empty (give the installer's)", ufield);
+            return;
+        }
+        under_argv = pdk_policy_example_argv(line);
+    }
     pdk_decision d;
     if (!decision) {
         diag_node(st, n, "%s: an example needs \"decision\" (what the rules must decide)", field);
         return;
     }
     _cleanup_free_ char *dfield = xasprintf("%s.decision", field);
-    if (!parse_decision(st, dfield, decision, &d))
+    if (!parse_decision(st, dfield, decision, &d)) {
         return;
+    }
     if ((command != NULL) == (argv != NULL)) {
         diag_node(st, n,
                   "%s: an example needs either \"command\" (a command line) or \"argv\" (a "
@@ -1345,8 +1426,12 @@ static void example(parse_state *st, const char *field, yaml_node_t *n)
         pdk_buf_free(&b);
     }
     st->examples = xrealloc(st->examples, (st->nexamples + 1) * sizeof(*st->examples));
-    st->examples[st->nexamples++] = (pending_example){
-        .argv = words, .shown = shown, .expected = d, .node = n, .field = xstrdup(field)};
+    st->examples[st->nexamples++] = (pending_example){.argv = words,
+                                                      .under = steal_pointer(&under_argv),
+                                                      .shown = shown,
+                                                      .expected = d,
+                                                      .node = n,
+                                                      .field = xstrdup(field)};
 }
 
 static void handle_commands_examples(parse_state *st, const char *field, yaml_node_t *n)
@@ -1359,7 +1444,10 @@ static void check_examples(parse_state *st)
     for (size_t i = 0; i < st->nexamples; i++) {
         pending_example *x = &st->examples[i];
         pdk_command_verdict v;
-        pdk_command_rules_judge(&st->policy->commands, x->argv, &v);
+        char *const *ancestors[] = {x->under, NULL};
+        pdk_command_query query = {.argv = x->argv,
+                                   .ancestors = x->under ? (char *const *const *)ancestors : NULL};
+        pdk_command_rules_judge_query(&st->policy->commands, &query, &v);
         if (v.decision != x->expected) {
             _cleanup_free_ char *q = quote_str(x->shown);
             _cleanup_free_ char *how =
@@ -1377,6 +1465,7 @@ static void free_examples(parse_state *st)
 {
     for (size_t i = 0; i < st->nexamples; i++) {
         pdk_strv_free(st->examples[i].argv);
+        pdk_strv_free(st->examples[i].under);
         free(st->examples[i].shown);
         free(st->examples[i].field);
     }
@@ -2719,7 +2808,11 @@ char *pdk_policy_describe_rule(const pdk_policy *policy, ssize_t rule)
         if (many)
             pdk_buf_printf(&b, "]");
     }
-    pdk_buf_printf(&b, "] %s)", pdk_decision_name(r->decision));
+    pdk_buf_printf(&b, "]");
+    if (r->under_count > 0)
+        pdk_buf_printf(&b, " under %s%s", r->under[0].tokens[0].alternatives[0],
+                       r->under_count > 1 || r->under[0].token_count > 1 ? "..." : "");
+    pdk_buf_printf(&b, " %s)", pdk_decision_name(r->decision));
     return steal_pointer(&b.data);
 }
 

@@ -1012,7 +1012,7 @@ static void test_command_errors(void **state)
             ":10:7: commands.rules[5]: a rule needs \"decision\" (allow, confine, ask or deny)",
             NAME ":11:15: commands.rules[6].match: expected a list, got \"git\"",
             NAME ":12:38: unknown key \"because\" in \"commands.rules[7]\" (known keys: match, "
-                 "decision, reason, quiet)",
+                 "decision, reason, under, quiet)",
             NAME ":13:20: commands.rules[8].match[0][1]: expected a word (alternatives do not "
                  "nest), got a list",
             NAME ":15:7: commands.examples[0]: an example needs \"decision\" (what the rules must "
