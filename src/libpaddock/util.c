@@ -257,6 +257,115 @@ size_t pdk_buf_replace_all(pdk_buf *out, const char *s, size_t len, const char *
     return n;
 }
 
+size_t pdk_utf8_sequence(const unsigned char *s, size_t len)
+{
+    if (len == 0)
+        return 0;
+    unsigned c = s[0];
+    if (c < 0x80)
+        return 1;
+    size_t n;
+    unsigned cp, min;
+    if ((c & 0xe0) == 0xc0) {
+        n = 2, cp = c & 0x1f, min = 0x80;
+    } else if ((c & 0xf0) == 0xe0) {
+        n = 3, cp = c & 0x0f, min = 0x800;
+    } else if ((c & 0xf8) == 0xf0) {
+        n = 4, cp = c & 0x07, min = 0x10000;
+    } else {
+        return 0;
+    }
+    if (len < n)
+        return 0;
+    for (size_t i = 1; i < n; i++) {
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (s[i] & 0x3f);
+    }
+    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+        return 0;
+    return n;
+}
+
+/* The code point of a valid sequence of n bytes. */
+static unsigned utf8_code_point(const unsigned char *s, size_t n)
+{
+    static const unsigned char lead_mask[5] = {0, 0x7f, 0x1f, 0x0f, 0x07};
+    unsigned cp = s[0] & lead_mask[n];
+    for (size_t i = 1; i < n; i++)
+        cp = (cp << 6) | (s[i] & 0x3f);
+    return cp;
+}
+
+/* Characters that change how the text around them is shown: C1 controls, bidirectional
+ * marks, embeddings, overrides and isolates, line and paragraph separators. */
+static bool is_format_control(unsigned cp)
+{
+    return (cp >= 0x80 && cp <= 0x9f) || cp == 0x061c || cp == 0x200e || cp == 0x200f ||
+           (cp >= 0x2028 && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);
+}
+
+void pdk_buf_append_escaped(pdk_buf *b, const char *text, size_t len)
+{
+    const unsigned char *s = (const unsigned char *)text;
+    size_t i = 0;
+    while (i < len) {
+        size_t run = i;
+        /* Plain printable ASCII goes in one piece. */
+        while (run < len && s[run] >= 0x20 && s[run] < 0x7f)
+            run++;
+        if (run > i) {
+            pdk_buf_append(b, s + i, run - i);
+            i = run;
+            continue;
+        }
+        unsigned c = s[i];
+        if (c == '\n' || c == '\r' || c == '\t') {
+            pdk_buf_puts(b, c == '\n' ? "\\n" : c == '\r' ? "\\r" : "\\t");
+            i++;
+            continue;
+        }
+        size_t n = c < 0x80 ? 0 : pdk_utf8_sequence(s + i, len - i);
+        if (n == 0) {
+            pdk_buf_printf(b, "\\x%02x", c);
+            i++;
+            continue;
+        }
+        unsigned cp = utf8_code_point(s + i, n);
+        if (is_format_control(cp))
+            pdk_buf_printf(b, "\\u%04x", cp);
+        else
+            pdk_buf_append(b, s + i, n);
+        i += n;
+    }
+}
+
+char *pdk_escape_text(const char *s)
+{
+    pdk_buf b = {0};
+    pdk_buf_append(&b, "", 0);
+    if (s)
+        pdk_buf_append_escaped(&b, s, strlen(s));
+    return pdk_buf_steal(&b);
+}
+
+bool pdk_text_is_clean(const char *text)
+{
+    const unsigned char *s = (const unsigned char *)text;
+    size_t len = strlen(text);
+    for (size_t i = 0; i < len;) {
+        if (s[i] >= 0x20 && s[i] < 0x7f) {
+            i++;
+            continue;
+        }
+        size_t n = s[i] < 0x80 ? 0 : pdk_utf8_sequence(s + i, len - i);
+        if (n == 0 || is_format_control(utf8_code_point(s + i, n)))
+            return false;
+        i += n;
+    }
+    return true;
+}
+
 char *pdk_buf_steal(pdk_buf *b)
 {
     if (!b->data)
