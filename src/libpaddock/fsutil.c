@@ -116,8 +116,7 @@ int pdk_open_regular_at(int dirfd, const char *name, int flags, mode_t mode)
         errno = e;
         return -1;
     }
-    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-    return fd;
+    return fd; /* (O_NONBLOCK changes nothing for a regular file) */
 }
 
 int pdk_fsync_dir(int dirfd)

@@ -149,9 +149,10 @@ static char **json_to_strv(json_t *a)
 #define SESSION_FILE_NEXT ".session.json.next"
 /* A session out of sight, its files being removed (or recycled into a spare). */
 #define REMOVED_PREFIX ".removing."
-/* Beside an unnamed session while its run goes on (a symlink to the run's pid): what a run
- * that was killed leaves, for a later run to retire the session when it is empty (else an
- * unnamed run killed before its end would leave its session forever). */
+/* Beside an unnamed session while its run goes on (a second name of the session's lock
+ * file: no inode made or freed for it): what a run that was killed leaves, for a later run
+ * to retire the session when it is empty (else an unnamed run killed before its end would
+ * leave its session forever). Whoever holds the lock holds the run. */
 #define RUNNING_PREFIX ".running."
 
 /* session.json, replaced atomically without freeing anything: the text goes over the old
@@ -531,21 +532,15 @@ int pdk_session_materialize(pdk_session *s, pdk_error *err)
         pdk_error_set(err, errno, "cannot create the layers of session %s", s->id);
         goto fail;
     }
-    if (spare && ((unlinkat(s->dir_fd, SESSION_FILE, 0) < 0 && errno != ENOENT) ||
-                  (unlinkat(s->dir_fd, SESSION_FILE_NEXT, 0) < 0 && errno != ENOENT))) {
-        pdk_error_set(err, errno, "session %s: cannot clear the spare it was made from", s->id);
-        goto fail;
-    }
     if (!s->boot_id)
         s->boot_id = pdk_session_current_boot_id();
     if (pdk_session_save(s, false, err) < 0)
         goto fail;
     pdk_crash_point("session-written");
     if (!s->named) {
-        char marker[96], pid[16];
+        char marker[96];
         snprintf(marker, sizeof(marker), RUNNING_PREFIX "%s", s->id);
-        snprintf(pid, sizeof(pid), "%d", (int)getpid());
-        if (symlinkat(pid, sessions_fd, marker) < 0) {
+        if (linkat(s->dir_fd, "lock", sessions_fd, marker, 0) < 0) {
             pdk_error_set(err, errno, "cannot create %s/%s", sessions, marker);
             goto fail;
         }
@@ -828,10 +823,12 @@ static bool upper_is_pristine(int dfd, const char *name)
     return empty;
 }
 
-/* A retired session that changed nothing becomes a spare: its metadata and its overlay
- * work directory (with the volatile marker) go, the rest stays. Cheaper than removing it
- * and making a spare anew (directories cost most to make and to remove). Only once the
- * run that retired it has let go of its lock. 1 when one was recycled. */
+/* A retired session that changed nothing becomes a spare: its overlay work directory (with
+ * the volatile marker) goes, the rest stays. Cheaper than removing it and making a spare
+ * anew (directories cost most to make and to remove, and every inode freed slows the next
+ * one made). Its old session.json is written over before the spare gets a name (see
+ * pdk_session_materialize). Only once the run that retired it has let go of its lock. 1
+ * when one was recycled. */
 static int recycle_retired(int dfd, const char *slot)
 {
     _cleanup_closedir_ DIR *d = NULL;
@@ -854,9 +851,6 @@ static int recycle_retired(int dfd, const char *slot)
         _cleanup_close_ int lock = pdk_open_regular_at(sfd, "lock", O_RDWR, 0);
         if (lock < 0 || flock(lock, LOCK_EX | LOCK_NB) < 0)
             continue; /* still held by the run that retired it (or no lock: not a spare) */
-        if ((unlinkat(sfd, SESSION_FILE, 0) < 0 && errno != ENOENT) ||
-            (unlinkat(sfd, SESSION_FILE_NEXT, 0) < 0 && errno != ENOENT))
-            continue;
         _cleanup_close_ int w =
             openat(sfd, "work", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
         if (w < 0 || pdk_rm_rf_at(w, "work") < 0)
@@ -934,40 +928,34 @@ static bool is_abandoned_claim(const char *name)
 }
 
 /* Whether the session directory dfd/id is what an unnamed run killed before its end left:
- * no one holds it, it never finished a run, its layer is as a new one's. Its lock is taken
- * (*lock_fd) while the caller retires it. */
-static bool is_abandoned_session(int dfd, const char *id, const char *state_dir, int *lock_fd)
+ * it never finished a run, and its layer is as a new one's. The caller holds its lock
+ * (lock_fd, an fd of the lock file): no run holds it. */
+static bool is_abandoned_session(int dfd, const char *id, const char *state_dir, int lock_fd)
 {
-    *lock_fd = -1;
     if (!pdk_session_name_valid(id) || !upper_is_pristine(dfd, id))
         return false;
     pdk_session *s = session_new(state_dir, id);
     s->dir_fd = pdk_open_beneath(dfd, id, O_PATH | O_DIRECTORY, 0);
-    bool busy = false;
+    struct stat mine, theirs;
     pdk_error ignored = {0};
-    bool abandoned = s->dir_fd >= 0 && take_lock(s, &busy, &ignored) == 0 &&
+    bool abandoned = s->dir_fd >= 0 && fstat(lock_fd, &mine) == 0 &&
+                     fstatat(s->dir_fd, "lock", &theirs, AT_SYMLINK_NOFOLLOW) == 0 &&
+                     mine.st_ino == theirs.st_ino && mine.st_dev == theirs.st_dev &&
                      session_load(s, &ignored) == 0 && !s->named && s->runs == 0;
-    if (abandoned)
-        *lock_fd = steal_fd(&s->lock_fd);
     pdk_session_free(s);
     return abandoned;
 }
 
-/* A RUNNING_PREFIX marker whose run is gone: the session it marks is retired when the run
- * left it empty (else it stays, for review), and the marker goes. 1 when it was one. */
+/* A RUNNING_PREFIX marker whose run is gone (no one holds the lock it names): the session
+ * it marks is retired when the run left it empty (else it stays, for review), and the
+ * marker goes. 1 when it was one. */
 static int end_abandoned_run(int dfd, const char *name, const char *state_dir)
 {
-    char target[32];
-    ssize_t n = readlinkat(dfd, name, target, sizeof(target) - 1);
-    if (n <= 0)
-        return 0;
-    target[n] = '\0';
-    char *end = NULL;
-    if (!process_gone(strtol(target, &end, 10)) || *end)
-        return 0;
+    _cleanup_close_ int lock = pdk_open_regular_at(dfd, name, O_RDWR, 0);
+    if (lock < 0 || flock(lock, LOCK_EX | LOCK_NB) < 0)
+        return 0; /* its run goes on (or it is no marker) */
     const char *id = name + strlen(RUNNING_PREFIX);
-    _cleanup_close_ int lock = -1;
-    if (is_abandoned_session(dfd, id, state_dir, &lock)) {
+    if (is_abandoned_session(dfd, id, state_dir, lock)) {
         _cleanup_free_ char *doomed = xasprintf(REMOVED_PREFIX "%s.%d", id, (int)getpid());
         if (renameat(dfd, id, dfd, doomed) == 0)
             pdk_debug("retired session %s, left empty by a run that was killed", id);
