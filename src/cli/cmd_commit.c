@@ -129,8 +129,8 @@ int pdk_cmd_commit(int argc, char **argv)
             json_array_append_new(paths_json, json_string(paths[i]));
         if (pdk_cli_audit(session->id, "workspace.commit",
                           json_pack("{s:o, s:o, s:b}", "workspace",
-                                    pdk_session_json_path(session->workspace), "paths",
-                                    paths_json, "include_protected", include_protected),
+                                    pdk_session_json_path(session->workspace), "paths", paths_json,
+                                    "include_protected", include_protected),
                           &err) < 0)
             return pdk_cli_fail(&err, PDK_EXIT_FAILED);
     }

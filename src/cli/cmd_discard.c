@@ -36,12 +36,12 @@ int pdk_cmd_discard(int argc, char **argv)
         /* Also a session whose session.json is missing or damaged (a run killed while it
          * started, a full disk): discard is how such a session goes. */
         if (pdk_session_open_for_removal(state, argv[i], &s, &err) < 0 ||
-            pdk_cli_audit(s->id, "workspace.discard",
-                          json_pack("{s:o, s:i, s:b}", "workspace",
-                                    s->workspace ? pdk_session_json_path(s->workspace)
-                                                 : json_null(),
-                                    "runs", s->runs, "damaged", s->damaged),
-                          &err) < 0 ||
+            pdk_cli_audit(
+                s->id, "workspace.discard",
+                json_pack("{s:o, s:i, s:b}", "workspace",
+                          s->workspace ? pdk_session_json_path(s->workspace) : json_null(), "runs",
+                          s->runs, "damaged", s->damaged),
+                &err) < 0 ||
             pdk_session_remove(s, &err) < 0) {
             fprintf(stderr, "paddock: %s\n", err.message);
             status = PDK_EXIT_FAILED;

@@ -737,8 +737,8 @@ static int sync_dirs(commit_ctx *ctx, pdk_error *err)
 {
     int ret = 0;
     for (size_t i = 0; ctx->touched_dirs && ctx->touched_dirs[i]; i++) {
-        _cleanup_close_ int fd = pdk_open_beneath(ctx->req->lower_dirfd, ctx->touched_dirs[i],
-                                                  O_PATH | O_DIRECTORY, 0);
+        _cleanup_close_ int fd =
+            pdk_open_beneath(ctx->req->lower_dirfd, ctx->touched_dirs[i], O_PATH | O_DIRECTORY, 0);
         if ((fd < 0 || pdk_fsync_dir(fd) < 0) && ret == 0)
             ret = pdk_error_set(err, errno,
                                 "the changes were written, but the directory \"%s\" of the "

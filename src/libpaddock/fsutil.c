@@ -94,8 +94,7 @@ static int reopen_regular(int dirfd, const char *name, int flags)
     return fd;
 }
 
-int pdk_read_regular_file_at(int dirfd, const char *name, char **out, size_t *out_len,
-                             size_t limit)
+int pdk_read_regular_file_at(int dirfd, const char *name, char **out, size_t *out_len, size_t limit)
 {
     _cleanup_close_ int fd = reopen_regular(dirfd, name, O_RDONLY);
     if (fd < 0)

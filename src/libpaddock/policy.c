@@ -846,8 +846,10 @@ static void path_list(parse_state *st, const char *field, yaml_node_t *n, char *
         char *path = resolve_path(st, field, item, text, workspace_relative);
         if (path && hides && strcmp(path, "/") == 0) {
             /* Hiding / hides everything the command could run. */
-            diag_node(st, item, "%s: / would hide the whole system, so nothing could run (name "
-                      "the directories to hide)", field);
+            diag_node(st, item,
+                      "%s: / would hide the whole system, so nothing could run (name "
+                      "the directories to hide)",
+                      field);
             free(path);
             continue;
         }

@@ -477,7 +477,8 @@ static bool claim_spare(int sessions_fd, const char *claim)
 static int exists_error(int sessions_fd, const char *id, pdk_error *err)
 {
     _cleanup_free_ char *lock = xasprintf("%s/lock", id);
-    _cleanup_close_ int fd = openat(sessions_fd, lock, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    _cleanup_close_ int fd =
+        openat(sessions_fd, lock, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd >= 0 && flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK)
         return busy_error(id, fd, err);
     return pdk_error_set(err, 0, "session %s already exists", id);
@@ -503,8 +504,7 @@ int pdk_session_materialize(pdk_session *s, pdk_error *err)
     pdk_crash_point("session-claimed");
     for (;;) {
         if (!spare && mkdirat(sessions_fd, claim, 0700) < 0)
-            return pdk_error_set(err, errno, "cannot create a session directory in %s",
-                                 sessions);
+            return pdk_error_set(err, errno, "cannot create a session directory in %s", sessions);
         s->dir_fd = openat(sessions_fd, claim, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
         if (s->dir_fd < 0) {
             pdk_error_set(err, errno, "cannot open %s/%s", sessions, claim);
@@ -584,12 +584,15 @@ static int open_dir(const char *state_dir, const char *id, pdk_session **out, pd
     return 0;
 }
 
-int pdk_session_open(const char *state_dir, const char *id, pdk_session **out, pdk_error *err)
+/* The session opened and its metadata read, after its lock is taken when lock. */
+static int open_and_load(const char *state_dir, const char *id, bool lock, pdk_session **out,
+                         pdk_error *err)
 {
     pdk_session *s = NULL;
+    bool busy;
     if (open_dir(state_dir, id, &s, err) < 0)
         return -1;
-    if (session_load(s, err) < 0) {
+    if ((lock && take_lock(s, &busy, err) < 0) || session_load(s, err) < 0) {
         pdk_session_free(s);
         return -1;
     }
@@ -598,20 +601,15 @@ int pdk_session_open(const char *state_dir, const char *id, pdk_session **out, p
     return 0;
 }
 
+int pdk_session_open(const char *state_dir, const char *id, pdk_session **out, pdk_error *err)
+{
+    return open_and_load(state_dir, id, false, out, err);
+}
+
 int pdk_session_open_locked(const char *state_dir, const char *id, pdk_session **out,
                             pdk_error *err)
 {
-    pdk_session *s = NULL;
-    bool busy;
-    if (open_dir(state_dir, id, &s, err) < 0)
-        return -1;
-    if (take_lock(s, &busy, err) < 0 || session_load(s, err) < 0) {
-        pdk_session_free(s);
-        return -1;
-    }
-    s->loaded = true;
-    *out = s;
-    return 0;
+    return open_and_load(state_dir, id, true, out, err);
 }
 
 int pdk_session_open_for_removal(const char *state_dir, const char *id, pdk_session **out,
@@ -622,8 +620,8 @@ int pdk_session_open_for_removal(const char *state_dir, const char *id, pdk_sess
     if (open_dir(state_dir, id, &s, err) < 0)
         return -1;
     if (take_lock(s, &busy, err) < 0) {
-        /* An incomplete session may lack its lock file, and a directory without one that
-         * cannot be made is no session in use either. */
+        /* Held by a run: refused. Not to be had for another reason (an incomplete session's
+         * lock that cannot be made): no run holds it either. */
         if (busy) {
             pdk_session_free(s);
             return -1;

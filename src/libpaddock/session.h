@@ -47,8 +47,8 @@ typedef struct pdk_session {
 
     char *boot_id; /* the boot a run last used the layer in (/proc/sys/kernel/random/boot_id) */
 
-    bool loaded;  /* its metadata was read from session.json (read again under the lock) */
-    bool damaged; /* opened for removal only: session.json is missing or unreadable */
+    bool loaded;         /* its metadata was read from session.json (read again under the lock) */
+    bool damaged;        /* opened for removal only: session.json is missing or unreadable */
     bool marked_running; /* an unnamed session this process made: its run is marked */
 
     char *dir;   /* STATE/sessions/<id> */

@@ -71,12 +71,12 @@ char *pdk_home_dir(void)
  * before anything touches the disk. */
 static bool is_system_directory(const char *path)
 {
-    static const char *const top[] = {
-        "/",      "/bin",  "/boot", "/dev",  "/etc",   "/home", "/lib", "/lib32", "/lib64",
-        "/libx32", "/media", "/mnt", "/opt", "/proc", "/root", "/run", "/sbin", "/snap",
-        "/srv",   "/sys",  "/tmp",  "/usr",  "/var",   NULL};
-    static const char *const local[] = {"bin", "etc",   "games", "include", "lib",
-                                        "man", "sbin",  "share", "src",     NULL};
+    static const char *const top[] = {"/",    "/bin",   "/boot",  "/dev",    "/etc",   "/home",
+                                      "/lib", "/lib32", "/lib64", "/libx32", "/media", "/mnt",
+                                      "/opt", "/proc",  "/root",  "/run",    "/sbin",  "/snap",
+                                      "/srv", "/sys",   "/tmp",   "/usr",    "/var",   NULL};
+    static const char *const local[] = {"bin", "etc",  "games", "include", "lib",
+                                        "man", "sbin", "share", "src",     NULL};
     for (size_t i = 0; top[i]; i++)
         if (strcmp(path, top[i]) == 0)
             return true;
@@ -104,8 +104,9 @@ static bool is_system_directory(const char *path)
 static bool is_paddock_entry(const char *name)
 {
     static const char *const names[] = {
-        PDK_STATE_DIR_MARKER, "sessions", "audit-spool", "vault", "vault.key", "vault.lock",
-        "vault.locks", "vault.new", "ca", "placeholders", "resolv.conf", "paddock.sock", NULL};
+        PDK_STATE_DIR_MARKER, "sessions",     "audit-spool", "vault", "vault.key",
+        "vault.lock",         "vault.locks",  "vault.new",   "ca",    "placeholders",
+        "resolv.conf",        "paddock.sock", NULL};
     for (size_t i = 0; names[i]; i++)
         if (strcmp(name, names[i]) == 0)
             return true;

@@ -120,8 +120,7 @@ int pdk_store_error(pdk_store *store, pdk_error *err, const char *what)
                              "try again)",
                              what, store->path);
     if (code == SQLITE_IOERR && sys != 0)
-        return pdk_error_set(err, sys, "%s: %s (%s)", what, sqlite3_errmsg(store->db),
-                             store->path);
+        return pdk_error_set(err, sys, "%s: %s (%s)", what, sqlite3_errmsg(store->db), store->path);
     if (code == SQLITE_CORRUPT || code == SQLITE_NOTADB)
         return pdk_error_set(err, 0,
                              "%s: the state store %s is damaged (%s); move it away to start a "

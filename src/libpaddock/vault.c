@@ -284,8 +284,8 @@ static int save(pdk_vault *v, pdk_error *err)
     if (r < 0)
         return pdk_error_set(err, errno, "cannot write the vault %s (it is as it was)", v->path);
     if (pdk_fsync_dir(dir) < 0)
-        return pdk_error_set(err, errno,
-                             "the vault %s was written but may not be on the disk yet", v->path);
+        return pdk_error_set(err, errno, "the vault %s was written but may not be on the disk yet",
+                             v->path);
     return 0;
 }
 

@@ -26,14 +26,16 @@ static void test_escape(void **state)
         {"a\nb\tc\rd", "a\\nb\\tc\\rd"},
         {"esc\x1b[2Jx\x7f", "esc\\x1b[2Jx\\x7f"},
         {"bad\xff\xfe", "bad\\xff\\xfe"},
-        {"c1\xc2\x9b" "2J", "c1\\u009b2J"},                 /* U+009B, CSI */
-        {"rlo\xe2\x80\xaegnp.exe", "rlo\\u202egnp.exe"},   /* U+202E */
+        {"c1\xc2\x9b"
+         "2J",
+         "c1\\u009b2J"},                                 /* U+009B, CSI */
+        {"rlo\xe2\x80\xaegnp.exe", "rlo\\u202egnp.exe"}, /* U+202E */
         {"iso\xe2\x81\xa6x\xe2\x81\xa9", "iso\\u2066x\\u2069"},
-        {"ls\xe2\x80\xa8", "ls\\u2028"},                   /* line separator */
+        {"ls\xe2\x80\xa8", "ls\\u2028"}, /* line separator */
         {"caf\xc3\xa9 \xe6\xbc\xa2\xf0\x9f\x99\x82", "caf\xc3\xa9 \xe6\xbc\xa2\xf0\x9f\x99\x82"},
-        {"over\xc0\xaf", "over\\xc0\\xaf"},                /* overlong "/" */
-        {"surr\xed\xa0\x80", "surr\\xed\\xa0\\x80"},       /* a surrogate */
-        {"cut\xe6\xbc", "cut\\xe6\\xbc"},                  /* a sequence cut short */
+        {"over\xc0\xaf", "over\\xc0\\xaf"},          /* overlong "/" */
+        {"surr\xed\xa0\x80", "surr\\xed\\xa0\\x80"}, /* a surrogate */
+        {"cut\xe6\xbc", "cut\\xe6\\xbc"},            /* a sequence cut short */
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         char *got = pdk_escape_text(cases[i].in);
@@ -70,10 +72,10 @@ static void test_path_bytes(void **state)
     assert_true(json_is_object(j));
     assert_string_equal(json_string_value(json_object_get(j, "hex")), "2f746d702f77732dfffe2d78");
     assert_string_equal(json_string_value(json_object_get(j, "text")), "/tmp/ws-\\xff\\xfe-x");
-    json_t *root = json_pack("{s:i, s:o, s:s, s:[o, s], s:[{s:o, s:i}]}", "format", 1, "workspace",
-                             j, "mode", "overlay", "placeholders",
-                             pdk_session_json_path(".a\xff"), ".b", "committed", "path",
-                             pdk_session_json_path("c\xfe"), "ctime_ns", 7);
+    json_t *root =
+        json_pack("{s:i, s:o, s:s, s:[o, s], s:[{s:o, s:i}]}", "format", 1, "workspace", j, "mode",
+                  "overlay", "placeholders", pdk_session_json_path(".a\xff"), ".b", "committed",
+                  "path", pdk_session_json_path("c\xfe"), "ctime_ns", 7);
     char *text = json_dumps(root, JSON_COMPACT);
     json_decref(root);
     pdk_session *s = NULL;
