@@ -739,7 +739,14 @@ static int sync_dirs(commit_ctx *ctx, pdk_error *err)
     for (size_t i = 0; ctx->touched_dirs && ctx->touched_dirs[i]; i++) {
         _cleanup_close_ int fd =
             pdk_open_beneath(ctx->req->lower_dirfd, ctx->touched_dirs[i], O_PATH | O_DIRECTORY, 0);
-        if ((fd < 0 || pdk_fsync_dir(fd) < 0) && ret == 0)
+        if (fd < 0) {
+            /* gone (deleted by this commit: its parent is synced) or no longer one to write
+             * through (a symlink now: refused on its own) */
+            pdk_debug("not syncing \"%s\" in the workspace: %s", ctx->touched_dirs[i],
+                      strerror(errno));
+            continue;
+        }
+        if (pdk_fsync_dir(fd) < 0 && ret == 0)
             ret = pdk_error_set(err, errno,
                                 "the changes were written, but the directory \"%s\" of the "
                                 "workspace could not be synced to the disk",
