@@ -13,7 +13,7 @@ static void make_printable(pdk_error *err)
     if (pdk_text_is_clean(err->message))
         return;
     pdk_buf b = {0};
-    pdk_buf_append_escaped(&b, err->message, strlen(err->message));
+    pdk_buf_escape_message(&b, err->message, strlen(err->message));
     size_t n = b.len < sizeof(err->message) - 1 ? b.len : sizeof(err->message) - 1;
     while (n > 0 && n < b.len && ((unsigned char)b.data[n] & 0xc0) == 0x80)
         n--; /* not inside a UTF-8 sequence */

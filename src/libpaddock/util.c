@@ -257,115 +257,6 @@ size_t pdk_buf_replace_all(pdk_buf *out, const char *s, size_t len, const char *
     return n;
 }
 
-size_t pdk_utf8_sequence(const unsigned char *s, size_t len)
-{
-    if (len == 0)
-        return 0;
-    unsigned c = s[0];
-    if (c < 0x80)
-        return 1;
-    size_t n;
-    unsigned cp, min;
-    if ((c & 0xe0) == 0xc0) {
-        n = 2, cp = c & 0x1f, min = 0x80;
-    } else if ((c & 0xf0) == 0xe0) {
-        n = 3, cp = c & 0x0f, min = 0x800;
-    } else if ((c & 0xf8) == 0xf0) {
-        n = 4, cp = c & 0x07, min = 0x10000;
-    } else {
-        return 0;
-    }
-    if (len < n)
-        return 0;
-    for (size_t i = 1; i < n; i++) {
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (s[i] & 0x3f);
-    }
-    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-        return 0;
-    return n;
-}
-
-/* The code point of a valid sequence of n bytes. */
-static unsigned utf8_code_point(const unsigned char *s, size_t n)
-{
-    static const unsigned char lead_mask[5] = {0, 0x7f, 0x1f, 0x0f, 0x07};
-    unsigned cp = s[0] & lead_mask[n];
-    for (size_t i = 1; i < n; i++)
-        cp = (cp << 6) | (s[i] & 0x3f);
-    return cp;
-}
-
-/* Characters that change how the text around them is shown: C1 controls, bidirectional
- * marks, embeddings, overrides and isolates, line and paragraph separators. */
-static bool is_format_control(unsigned cp)
-{
-    return (cp >= 0x80 && cp <= 0x9f) || cp == 0x061c || cp == 0x200e || cp == 0x200f ||
-           (cp >= 0x2028 && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);
-}
-
-void pdk_buf_append_escaped(pdk_buf *b, const char *text, size_t len)
-{
-    const unsigned char *s = (const unsigned char *)text;
-    size_t i = 0;
-    while (i < len) {
-        size_t run = i;
-        /* Plain printable ASCII goes in one piece. */
-        while (run < len && s[run] >= 0x20 && s[run] < 0x7f)
-            run++;
-        if (run > i) {
-            pdk_buf_append(b, s + i, run - i);
-            i = run;
-            continue;
-        }
-        unsigned c = s[i];
-        if (c == '\n' || c == '\r' || c == '\t') {
-            pdk_buf_puts(b, c == '\n' ? "\\n" : c == '\r' ? "\\r" : "\\t");
-            i++;
-            continue;
-        }
-        size_t n = c < 0x80 ? 0 : pdk_utf8_sequence(s + i, len - i);
-        if (n == 0) {
-            pdk_buf_printf(b, "\\x%02x", c);
-            i++;
-            continue;
-        }
-        unsigned cp = utf8_code_point(s + i, n);
-        if (is_format_control(cp))
-            pdk_buf_printf(b, "\\u%04x", cp);
-        else
-            pdk_buf_append(b, s + i, n);
-        i += n;
-    }
-}
-
-char *pdk_escape_text(const char *s)
-{
-    pdk_buf b = {0};
-    pdk_buf_append(&b, "", 0);
-    if (s)
-        pdk_buf_append_escaped(&b, s, strlen(s));
-    return pdk_buf_steal(&b);
-}
-
-bool pdk_text_is_clean(const char *text)
-{
-    const unsigned char *s = (const unsigned char *)text;
-    size_t len = strlen(text);
-    for (size_t i = 0; i < len;) {
-        if (s[i] >= 0x20 && s[i] < 0x7f) {
-            i++;
-            continue;
-        }
-        size_t n = s[i] < 0x80 ? 0 : pdk_utf8_sequence(s + i, len - i);
-        if (n == 0 || is_format_control(utf8_code_point(s + i, n)))
-            return false;
-        i += n;
-    }
-    return true;
-}
-
 char *pdk_buf_steal(pdk_buf *b)
 {
     if (!b->data)
@@ -529,4 +420,91 @@ int pdk_hex_value(int c)
     if (c >= 'A' && c <= 'F')
         return c - 'A' + 10;
     return -1;
+}
+
+size_t pdk_utf8_next(const unsigned char *s, size_t n, uint32_t *cp)
+{
+    size_t len = s[0] < 0x80             ? 1
+                 : (s[0] & 0xe0) == 0xc0 ? 2
+                 : (s[0] & 0xf0) == 0xe0 ? 3
+                 : (s[0] & 0xf8) == 0xf0 ? 4
+                                         : 0;
+    if (len == 0 || len > n) {
+        *cp = s[0];
+        return 1;
+    }
+    uint32_t v = len == 1 ? s[0] : s[0] & (0x7f >> len);
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xc0) != 0x80) {
+            *cp = s[0];
+            return 1;
+        }
+        v = (v << 6) | (s[i] & 0x3f);
+    }
+    /* overlong forms and surrogates are not characters: shown byte by byte */
+    static const uint32_t smallest[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (v < smallest[len] || (v >= 0xd800 && v <= 0xdfff) || v > 0x10ffff) {
+        *cp = s[0];
+        return 1;
+    }
+    *cp = v;
+    return len;
+}
+
+bool pdk_char_needs_escape(uint32_t cp)
+{
+    return cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) || cp == 0x2028 || cp == 0x2029 ||
+           (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069) || cp == 0xfeff;
+}
+
+static void escape(pdk_buf *out, const char *s, size_t len, bool double_backslashes)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    for (size_t i = 0; i < len;) {
+        uint32_t cp;
+        size_t n = pdk_utf8_next(u + i, len - i, &cp);
+        if (n == 1 && u[i] >= 0x80)
+            pdk_buf_printf(out, "\\x%02x", u[i]); /* not UTF-8 */
+        else if (cp == '\\' && double_backslashes)
+            pdk_buf_puts(out, "\\\\");
+        else if (cp < 0x80 && pdk_char_needs_escape(cp))
+            pdk_buf_printf(out, "\\x%02x", (unsigned)cp);
+        else if (pdk_char_needs_escape(cp))
+            pdk_buf_printf(out, "\\u%04x", (unsigned)cp);
+        else
+            pdk_buf_append(out, s + i, n);
+        i += n;
+    }
+}
+
+void pdk_buf_escape(pdk_buf *out, const char *s, size_t len)
+{
+    escape(out, s, len, true);
+}
+
+void pdk_buf_escape_message(pdk_buf *out, const char *s, size_t len)
+{
+    escape(out, s, len, false);
+}
+
+bool pdk_text_is_clean(const char *s)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t len = strlen(s);
+    for (size_t i = 0; i < len;) {
+        uint32_t cp;
+        size_t n = pdk_utf8_next(u + i, len - i, &cp);
+        if ((n == 1 && u[i] >= 0x80) || pdk_char_needs_escape(cp))
+            return false;
+        i += n;
+    }
+    return true;
+}
+
+char *pdk_escape_text(const char *s)
+{
+    pdk_buf b = {0};
+    pdk_buf_puts(&b, "");
+    pdk_buf_escape(&b, s, strlen(s));
+    return pdk_buf_steal(&b);
 }

@@ -93,20 +93,26 @@ char *pdk_buf_steal(pdk_buf *b);
  * many were replaced. */
 size_t pdk_buf_replace_all(pdk_buf *out, const char *s, size_t len, const char *needle,
                            const char *with);
-/* The length of the valid UTF-8 sequence at s (len bytes left): 1-4, or 0 when the bytes
- * there are not one (overlong forms and surrogates are not). */
-size_t pdk_utf8_sequence(const unsigned char *s, size_t len);
-/* Append s (len bytes) for a human to read on one line: C0 and C1 controls, DEL, the
- * bidirectional and line-breaking format characters (U+061C, U+200E/F, U+2028-202E,
- * U+2066-2069) and bytes that are not UTF-8 are written as escapes (\n, \t, \r, \xNN,
- * \uNNNN); everything else as it is. */
-void pdk_buf_append_escaped(pdk_buf *b, const char *s, size_t len);
-/* The same as a new string. */
-char *pdk_escape_text(const char *s);
-/* Whether s is shown unchanged by pdk_buf_append_escaped. */
-bool pdk_text_is_clean(const char *s);
 /* Wipe a secret string and free it (NULL-safe). */
 void pdk_free_secret(char *s);
+
+/* The UTF-8 sequence at s (at most n > 0 bytes): its length, and its code point in *cp; 1
+ * and the byte itself for anything malformed. */
+size_t pdk_utf8_next(const unsigned char *s, size_t n, uint32_t *cp);
+/* Characters that must not reach a terminal raw: controls (C0, DEL, C1), line and paragraph
+ * separators, bidirectional overrides and isolates ("Trojan Source"), the BOM. */
+bool pdk_char_needs_escape(uint32_t cp);
+/* Append s (len bytes) to out with those characters escaped (\x1b, \u202e) and bytes
+ * that are not UTF-8 as \xNN, and backslashes doubled: one line, shown as it is. */
+void pdk_buf_escape(pdk_buf *out, const char *s, size_t len);
+/* The same as a new string. */
+char *pdk_escape_text(const char *s);
+/* For a message, a line paddock itself writes around names and paths (pdk_error, the
+ * log): the same escapes, but backslashes left as they are, so that a message made of
+ * parts escaped already stays as it is (escaping it again changes nothing). */
+void pdk_buf_escape_message(pdk_buf *out, const char *s, size_t len);
+/* Whether pdk_buf_escape_message leaves s as it is. */
+bool pdk_text_is_clean(const char *s);
 
 /* The value of a hex digit (0-9, a-f, A-F), or -1. */
 int pdk_hex_value(int c);

@@ -1,7 +1,7 @@
 /* test_session.c: what session metadata and messages do with bytes that are not text: a
  * path that is not UTF-8 goes to session.json as its bytes and comes back the same
- * (session.c); a message or listing shows C0/C1 controls, bidirectional controls and bytes
- * that are not UTF-8 escaped, on one line (util.c, error.c). */
+ * (session.c); a message shows C0/C1 controls, bidirectional controls and bytes that are
+ * not UTF-8 escaped, on one line, and stays as it is when escaped again (util.c, error.c). */
 #include "error.h"
 #include "session.h"
 #include "util.h"
@@ -23,7 +23,7 @@ static void test_escape(void **state)
         const char *in, *out;
     } cases[] = {
         {"plain text/ok", "plain text/ok"},
-        {"a\nb\tc\rd", "a\\nb\\tc\\rd"},
+        {"a\nb\tc\rd", "a\\x0ab\\x09c\\x0dd"},
         {"esc\x1b[2Jx\x7f", "esc\\x1b[2Jx\\x7f"},
         {"bad\xff\xfe", "bad\\xff\\xfe"},
         {"c1\xc2\x9b"
@@ -51,9 +51,10 @@ static void test_error_one_line(void **state)
     (void)state;
     pdk_error err = {0};
     pdk_error_set(&err, 0, "workspace %s does not exist", "/tmp/a\nb\xff");
-    assert_string_equal(err.message, "workspace /tmp/a\\nb\\xff does not exist");
+    assert_string_equal(err.message, "workspace /tmp/a\\x0ab\\xff does not exist");
     pdk_error_prefix(&err, "session %s", "x\x1b");
-    assert_string_equal(err.message, "session x\\x1b: workspace /tmp/a\\nb\\xff does not exist");
+    assert_string_equal(err.message,
+                        "session x\\x1b: workspace /tmp/a\\x0ab\\xff does not exist");
     /* A long message is cut at a character's boundary. */
     char big[2000];
     memset(big, 'a', sizeof(big));
