@@ -106,7 +106,7 @@ static bool is_paddock_entry(const char *name)
     static const char *const names[] = {
         PDK_STATE_DIR_MARKER, "sessions",     "audit-spool", "vault", "vault.key",
         "vault.lock",         "vault.locks",  "vault.new",   "ca",    "placeholders",
-        "resolv.conf",        "paddock.sock", "notices",     NULL};
+        "resolv.conf",        "paddock.sock", "notices",     "homes", NULL};
     for (size_t i = 0; names[i]; i++)
         if (strcmp(name, names[i]) == 0)
             return true;
