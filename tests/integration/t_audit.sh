@@ -161,6 +161,11 @@ PADDOCK_STATE_DIR="$cut" pdk audit verify
 expect_eq "... and the log goes on intact after it" "0" "$RC"
 PADDOCK_STATE_DIR="$cut" pdk audit acknowledge-truncation
 expect_match "acknowledging a log that is not cut does nothing" "nothing to acknowledge" "$OUT"
+pdk audit acknowledge-truncation --help
+expect_match "acknowledge-truncation --help says what it does (exit 0)" \
+    "^0 .*paddock audit acknowledge-truncation \[--json\]" "$RC $OUT"
+pdk audit acknowledge-truncation now
+expect_eq "... and refuses an operand (exit 2)" 2 "$RC"
 
 # A spool file edited before it is folded.
 wrun -- true
