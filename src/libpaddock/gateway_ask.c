@@ -122,10 +122,10 @@ void pdk__gw_ask(gw_conn *c, const char *how)
         pdk__gw_refuse(c, 503, "Service Unavailable", "the request cannot be recorded");
         return;
     }
-    fprintf(stderr,
-            "paddock: approval %s: %s %s needs a human (%s: %s); answer with paddock approve "
-            "%s, or paddock deny %s\n",
-            a.id, c->req->method, url, how, c->verdict.reason, a.id, a.id);
+    pdk_notice(PDK_NOTICE_APPROVAL, PDK_NOTICE_PRINT,
+               "approval %s: %s %s needs a human (%s: %s); answer with paddock approve %s, or "
+               "paddock deny %s",
+               a.id, c->req->method, url, how, c->verdict.reason, a.id, a.id);
     snprintf(c->approval_id, sizeof(c->approval_id), "%s", a.id);
     pdk_approval_clear(&a);
     c->state = ST_ASKING;

@@ -199,41 +199,8 @@ static void sort_diags(pdk_policy_diag *d, size_t n)
     }
 }
 
-/* Length of the UTF-8 sequence at s (at most n bytes) and its code point; 1 and the byte
- * itself for anything malformed (libyaml has validated its input, but be safe). */
-static size_t utf8_next(const unsigned char *s, size_t n, uint32_t *cp)
-{
-    size_t len = s[0] < 0x80             ? 1
-                 : (s[0] & 0xe0) == 0xc0 ? 2
-                 : (s[0] & 0xf0) == 0xe0 ? 3
-                 : (s[0] & 0xf8) == 0xf0 ? 4
-                                         : 0;
-    if (len == 0 || len > n) {
-        *cp = s[0];
-        return 1;
-    }
-    uint32_t v = len == 1 ? s[0] : s[0] & (0x7f >> len);
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xc0) != 0x80) {
-            *cp = s[0];
-            return 1;
-        }
-        v = (v << 6) | (s[i] & 0x3f);
-    }
-    *cp = v;
-    return len;
-}
-
-/* Characters that must not reach a terminal raw: controls (C0, DEL, C1), line and paragraph
- * separators, bidirectional overrides and isolates ("Trojan Source"), the BOM. */
-static bool needs_escape(uint32_t cp)
-{
-    return cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) || cp == 0x2028 || cp == 0x2029 ||
-           (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069) || cp == 0xfeff;
-}
-
 /* s quoted for a one-line message: "...", with quotes, backslashes and the characters of
- * needs_escape() escaped, and long values cut (between characters) with "...". */
+ * pdk_char_needs_escape() escaped, and long values cut (between characters) with "...". */
 static char *quote(const char *s, size_t len)
 {
     const unsigned char *u = (const unsigned char *)s;
@@ -242,12 +209,12 @@ static char *quote(const char *s, size_t len)
     size_t i = 0;
     while (i < len && i < MAX_SHOWN_CHARS) {
         uint32_t cp;
-        size_t n = utf8_next(u + i, len - i, &cp);
+        size_t n = pdk_utf8_next(u + i, len - i, &cp);
         if (cp == '"' || cp == '\\')
             pdk_buf_printf(&b, "\\%c", (char)cp);
-        else if (cp < 0x80 && needs_escape(cp))
+        else if (cp < 0x80 && pdk_char_needs_escape(cp))
             pdk_buf_printf(&b, "\\x%02x", (unsigned)cp);
-        else if (needs_escape(cp))
+        else if (pdk_char_needs_escape(cp))
             pdk_buf_printf(&b, "\\u%04x", (unsigned)cp);
         else
             pdk_buf_append(&b, s + i, n);
@@ -1189,9 +1156,28 @@ static void handle_commands_default(parse_state *st, const char *field, yaml_nod
     parse_decision(st, field, n, &st->policy->commands.default_decision);
 }
 
+/* A rule's "quiet": true only on a deny rule (a refusal it decides is recorded, not shown);
+ * an ask must reach a human. */
+static bool parse_quiet(parse_state *st, const char *field, yaml_node_t *n, bool decided,
+                        pdk_decision decision, bool *out)
+{
+    _cleanup_free_ char *qfield = xasprintf("%s.quiet", field);
+    if (!parse_bool(st, qfield, n, out))
+        return false;
+    if (*out && decided && decision != PDK_DECISION_DENY) {
+        diag_node(st, n,
+                  "%s: quiet is for deny rules (their refusals are recorded and not shown; a "
+                  "rule that lets something through or asks a human is never quiet)",
+                  qfield);
+        return false;
+    }
+    return true;
+}
+
 static void command_rule(parse_state *st, const char *field, yaml_node_t *n)
 {
-    static const key_spec keys[] = {{"match", NULL}, {"decision", NULL}, {"reason", NULL}};
+    static const key_spec keys[] = {
+        {"match", NULL}, {"decision", NULL}, {"reason", NULL}, {"quiet", NULL}};
     yaml_node_t *values[PDK_ARRAY_SIZE(keys)];
     if (!mapping_values(st, field, n, keys, PDK_ARRAY_SIZE(keys), values))
         return;
@@ -1208,10 +1194,14 @@ static void command_rule(parse_state *st, const char *field, yaml_node_t *n)
     pdk_decision d = PDK_DECISION_ALLOW;
     _cleanup_free_ char *dfield = xasprintf("%s.decision", field);
     _cleanup_free_ char *rfield = xasprintf("%s.reason", field);
-    if (decision && !parse_decision(st, dfield, decision, &d))
+    bool decided = decision && parse_decision(st, dfield, decision, &d);
+    if (decision && !decided)
         ok = false;
     const char *why = NULL;
     if (reason && !(why = scalar_text(st, rfield, reason, "a reason (one line of text)")))
+        ok = false;
+    bool quiet = false;
+    if (values[3] && !parse_quiet(st, field, values[3], decided, d, &quiet))
         ok = false;
     char ***tokens = NULL;
     size_t ntokens = 0;
@@ -1242,6 +1232,7 @@ static void command_rule(parse_state *st, const char *field, yaml_node_t *n)
     if (ok) {
         pdk_command_rules *rules = &st->policy->commands;
         pdk_command_rules_add(rules, (char *const *const *)tokens, ntokens, d, why);
+        rules->rules[rules->count - 1].quiet = quiet;
         st->policy->rule_lines =
             xrealloc(st->policy->rule_lines, rules->count * sizeof(*st->policy->rule_lines));
         st->policy->rule_lines[rules->count - 1] = clamp_int(n->start_mark.line + 1);
@@ -1524,7 +1515,7 @@ static void network_rule(parse_state *st, const char *field, yaml_node_t *n)
 {
     static const key_spec keys[] = {{"host", NULL},    {"port", NULL}, {"scheme", NULL},
                                     {"methods", NULL}, {"path", NULL}, {"decision", NULL},
-                                    {"reason", NULL}};
+                                    {"reason", NULL},  {"quiet", NULL}};
     yaml_node_t *v[PDK_ARRAY_SIZE(keys)];
     if (!mapping_values(st, field, n, keys, PDK_ARRAY_SIZE(keys), v))
         return;
@@ -1570,10 +1561,11 @@ static void network_rule(parse_state *st, const char *field, yaml_node_t *n)
             r.path = xstrdup(path);
         }
     }
+    bool decided = false;
     if (!v[5]) {
         diag_node(st, n, "%s: a rule needs \"decision\" (allow, ask or deny)", field);
         ok = false;
-    } else if (!parse_decision(st, fd, v[5], &r.decision)) {
+    } else if (!(decided = parse_decision(st, fd, v[5], &r.decision))) {
         ok = false;
     } else if (r.decision == PDK_DECISION_CONFINE) {
         diag_node(st, v[5], "%s: confine is a decision for commands (use allow, ask or deny)", fd);
@@ -1583,6 +1575,8 @@ static void network_rule(parse_state *st, const char *field, yaml_node_t *n)
     if (v[6] && !(why = scalar_text(st, fr, v[6], "a reason (one line of text)")))
         ok = false;
     r.reason = why ? xstrdup(why) : NULL;
+    if (v[7] && !parse_quiet(st, field, v[7], decided, r.decision, &r.quiet))
+        ok = false;
     pdk_net_rules *rules = &st->policy->network;
     if (!ok) {
         pdk_net_rule_clear(&r);

@@ -421,3 +421,66 @@ int pdk_hex_value(int c)
         return c - 'A' + 10;
     return -1;
 }
+
+size_t pdk_utf8_next(const unsigned char *s, size_t n, uint32_t *cp)
+{
+    size_t len = s[0] < 0x80             ? 1
+                 : (s[0] & 0xe0) == 0xc0 ? 2
+                 : (s[0] & 0xf0) == 0xe0 ? 3
+                 : (s[0] & 0xf8) == 0xf0 ? 4
+                                         : 0;
+    if (len == 0 || len > n) {
+        *cp = s[0];
+        return 1;
+    }
+    uint32_t v = len == 1 ? s[0] : s[0] & (0x7f >> len);
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xc0) != 0x80) {
+            *cp = s[0];
+            return 1;
+        }
+        v = (v << 6) | (s[i] & 0x3f);
+    }
+    /* overlong forms and surrogates are not characters: shown byte by byte */
+    static const uint32_t smallest[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (v < smallest[len] || (v >= 0xd800 && v <= 0xdfff) || v > 0x10ffff) {
+        *cp = s[0];
+        return 1;
+    }
+    *cp = v;
+    return len;
+}
+
+bool pdk_char_needs_escape(uint32_t cp)
+{
+    return cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) || cp == 0x2028 || cp == 0x2029 ||
+           (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069) || cp == 0xfeff;
+}
+
+void pdk_buf_escape(pdk_buf *out, const char *s, size_t len)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    for (size_t i = 0; i < len;) {
+        uint32_t cp;
+        size_t n = pdk_utf8_next(u + i, len - i, &cp);
+        if (n == 1 && u[i] >= 0x80)
+            pdk_buf_printf(out, "\\x%02x", u[i]); /* not UTF-8 */
+        else if (cp == '\\')
+            pdk_buf_puts(out, "\\\\");
+        else if (cp < 0x80 && pdk_char_needs_escape(cp))
+            pdk_buf_printf(out, "\\x%02x", (unsigned)cp);
+        else if (pdk_char_needs_escape(cp))
+            pdk_buf_printf(out, "\\u%04x", (unsigned)cp);
+        else
+            pdk_buf_append(out, s + i, n);
+        i += n;
+    }
+}
+
+char *pdk_escape_text(const char *s)
+{
+    pdk_buf b = {0};
+    pdk_buf_puts(&b, "");
+    pdk_buf_escape(&b, s, strlen(s));
+    return pdk_buf_steal(&b);
+}
