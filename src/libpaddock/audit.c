@@ -1045,8 +1045,7 @@ void pdk__audit_spool_scan(const char *name, int64_t base, char *buf, size_t len
 void pdk__audit_spool_scan_free(pdk__spool_scan *sc)
 {
     for (size_t i = 0; i < sc->count; i++) {
-        if (!sc->owners[i])
-            json_decref(sc->items[i].data); /* a note: no owner holds it */
+        json_decref(sc->items[i].data); /* a reference of its own (NULL once appended) */
         json_decref(sc->owners[i]);
     }
     free(sc->owners);
@@ -1155,11 +1154,7 @@ static int fold_step(pdk_store *store, const char *name, int fd, bool finished, 
     snprintf(prog.last_hash, sizeof(prog.last_hash), "%s",
              sc.damaged ? DAMAGED_MARK : sc.last_hash);
     size_t count = sc.count;
-    /* append_in_tx takes the items' data: the events' are references of their own. */
-    for (size_t i = 0; i < sc.count; i++)
-        if (sc.owners[i])
-            json_incref(sc.items[i].data);
-    int r = append_in_tx(store, sc.items, sc.count, err);
+    int r = append_in_tx(store, sc.items, sc.count, err); /* takes the items' data */
     pdk__audit_spool_scan_free(&sc);
     if (r < 0 || write_progress(store, name, &prog, err) < 0 || pdk_store_commit(store, err) < 0) {
         pdk_store_rollback(store);

@@ -105,7 +105,8 @@ bool pdk__audit_spool_parse_line(const char *line, const char *prev, pdk_audit_i
 
 /* What a fold reads of a spool file, scanned (for fold, tests and the fuzzer). */
 typedef struct pdk__spool_scan {
-    pdk_audit_item *items; /* the events, with the notes (spool_torn, spool_damaged) */
+    pdk_audit_item *items; /* the events, with the notes (spool_torn, spool_damaged); each
+                            * data a reference of its own */
     json_t **owners;       /* what an event's item points into; NULL for a note */
     size_t count;
     size_t folded;      /* bytes of the buffer taken */
