@@ -15,8 +15,11 @@ feishu_certs open.feishu.cn other.feishu.test
 app_secret="real-app-secret-$RANDOM$RANDOM$RANDOM"
 first_refresh="ur-first-$RANDOM$RANDOM$RANDOM"
 # A user token lasts 3 s: refreshed when less than half of it remains. Each refresh takes
-# 0.3 s at the server, so that two sessions' refreshes would overlap without the lock.
-start_fake_feishu "$app_secret" --refresh-token "$first_refresh" --user-expire 3 --refresh-delay 0.3
+# 0.3 s at the server, so that two sessions' refreshes would overlap without the lock. The
+# first lasts 60 s: the run right after the first finds it cached however slow the machine
+# is (with 3 s, the 1.5 s it stays fresh were at times gone before that run read).
+start_fake_feishu "$app_secret" --refresh-token "$first_refresh" --user-expire 3 \
+    --first-user-expire 60 --refresh-delay 0.3
 
 set_secret feishu_app_id cli_paddocktest
 set_secret feishu_app_secret "$app_secret"
@@ -108,7 +111,9 @@ wait_refreshes() {
     timeout 60 tail -n +1 -f "$T/fs.log" |
         grep -m "$1" '"path": "/open-apis/authen/v2/oauth/token"' | [ "$(grep -c .)" -ge "$1" ]
 }
-# Two sessions at once, each reading: both refresh as the token nears its end.
+# Two sessions at once, each reading: both refresh as the token nears its end. The cached
+# token made stale first: from the first refresh on, tokens last 3 s.
+set_secret feishu-user.access_token "u-stale-token $(date +%s)000000000 3000000000"
 before=$(refreshes)
 mkfifo "$T/r1.in" "$T/r2.in"
 exec {stop1}<>"$T/r1.in" {stop2}<>"$T/r2.in"
