@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/sysmacros.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -84,18 +85,34 @@ static const char schema[] =
     "  last_hash TEXT NOT NULL);";
 
 /* The pid holding a POSIX lock on byte offset of path, or 0. SQLite's unix VFS takes
- * fcntl locks: in WAL mode the writer's lock is a byte of the -shm file. */
+ * fcntl locks: in WAL mode the writer's lock is a byte of the -shm file. Read from
+ * /proc/locks, not asked with F_GETLK: that needs a descriptor of the file, and closing it
+ * would drop every POSIX lock this process holds on it (those of its own connections). */
 static pid_t lock_holder(const char *path, off_t offset)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
+    struct stat st;
+    if (stat(path, &st) < 0)
         return 0;
-    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = offset, .l_len = 1};
-    pid_t pid = 0;
-    if (fcntl(fd, F_GETLK, &fl) == 0 && fl.l_type != F_UNLCK)
-        pid = fl.l_pid;
-    close(fd);
-    return pid;
+    _cleanup_fclose_ FILE *f = fopen("/proc/locks", "re");
+    if (!f)
+        return 0;
+    char line[256];
+    while (fgets(line, sizeof(line), f)) {
+        char type[16], rw[16], end[32];
+        unsigned maj, min;
+        unsigned long long ino, start;
+        int pid;
+        if (strstr(line, "->") || sscanf(line, "%*d: %15s %*s %15s %d %x:%x:%llu %llu %31s", type,
+                                         rw, &pid, &maj, &min, &ino, &start, end) != 8)
+            continue;
+        if (strcmp(type, "POSIX") != 0 || strcmp(rw, "WRITE") != 0 || ino != st.st_ino ||
+            maj != major(st.st_dev) || min != minor(st.st_dev))
+            continue;
+        unsigned long long last = strcmp(end, "EOF") == 0 ? ~0ULL : strtoull(end, NULL, 10);
+        if (start <= (unsigned long long)offset && (unsigned long long)offset <= last)
+            return (pid_t)pid;
+    }
+    return 0;
 }
 
 int pdk_store_error(pdk_store *store, pdk_error *err, const char *what)

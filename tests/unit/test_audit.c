@@ -662,6 +662,50 @@ static void test_concurrent_set_up(void **state)
     }
 }
 
+/* A writer that waits too long is told which process holds the write lock. */
+static void test_busy_names_the_holder(void **state)
+{
+    fixture *f = *state;
+    int ready[2], done[2];
+    assert_int_equal(pipe(ready), 0);
+    assert_int_equal(pipe(done), 0);
+    pid_t child = fork();
+    assert_true(child >= 0);
+    if (child == 0) {
+        pdk_store *store = NULL;
+        pdk_error child_err = {0};
+        char c = 'x';
+        if (pdk_store_open(f->dir, true, &store, &child_err) < 0 ||
+            pdk_store_begin(store, &child_err) < 0)
+            _exit(1);
+        if (write(ready[1], &c, 1) != 1 || read(done[0], &c, 1) != 1)
+            _exit(1);
+        pdk_store_rollback(store);
+        _exit(0);
+    }
+    char c;
+    assert_int_equal(read(ready[0], &c, 1), 1);
+    sqlite3_busy_timeout(pdk_store_db(f->store), 50); /* not the 5 s of a real writer */
+    pdk_error err = {0};
+    assert_int_equal(pdk_store_begin(f->store, &err), -1);
+    char want[64];
+    snprintf(want, sizeof(want), "is locked by process %d", (int)child);
+    if (!strstr(err.message, want))
+        print_error("%s\n", err.message);
+    assert_non_null(strstr(err.message, want));
+    assert_int_equal(write(done[1], "x", 1), 1);
+    int status = 0;
+    assert_int_equal(waitpid(child, &status, 0), child);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    close(ready[0]), close(ready[1]), close(done[0]), close(done[1]);
+    /* And this process's connection works on. */
+    sqlite3_busy_timeout(pdk_store_db(f->store), PDK_STORE_BUSY_MS);
+    append_five(f);
+    pdk_audit_verdict v;
+    verify(f, &v);
+    assert_true(v.intact);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -684,6 +728,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_fold_stops_at_edited_line, setup, teardown),
         cmocka_unit_test_setup_teardown(test_concurrent_folds, setup, teardown),
         cmocka_unit_test_setup_teardown(test_concurrent_set_up, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_busy_names_the_holder, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
