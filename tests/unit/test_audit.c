@@ -587,11 +587,54 @@ static void test_fold_stops_at_edited_line(void **state)
     assert_int_equal(fold(f), 0);
 }
 
+/* Run fn(i, arg) in n processes at once (n at most 16); how many of them failed. */
+static int in_processes(int n, bool (*fn)(int i, void *arg), void *arg)
+{
+    pid_t pids[16];
+    assert_true(n <= 16);
+    for (int i = 0; i < n; i++) {
+        pids[i] = fork();
+        assert_true(pids[i] >= 0);
+        if (pids[i] == 0)
+            _exit(fn(i, arg) ? 0 : 1);
+    }
+    int failed = 0;
+    for (int i = 0; i < n; i++) {
+        int status = 0;
+        assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
+        failed += !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
+    return failed;
+}
+
+/* Open the store of the state dir arg (and fold its spool, when fold). */
+static bool open_store(const char *dir, bool fold_too, int i)
+{
+    pdk_store *store = NULL;
+    pdk_error err = {0};
+    bool ok = pdk_store_open(dir, true, &store, &err) == 0 &&
+              (!fold_too || pdk_audit_fold(store, dir, &err) >= 0);
+    if (!ok)
+        fprintf(stderr, "process %d: %s\n", i, err.message);
+    pdk_store_close(store);
+    return ok;
+}
+
+static bool open_and_fold(int i, void *arg)
+{
+    return open_store(arg, true, i);
+}
+
+static bool open_only(int i, void *arg)
+{
+    return open_store(arg, false, i);
+}
+
 /* Readers folding one spool at once fold each line once. */
 static void test_concurrent_folds(void **state)
 {
     fixture *f = *state;
-    enum { events = 300, readers = 8 };
+    enum { events = 300 };
     pdk_audit_spool *sp = NULL;
     pdk_error err = {0};
     assert_int_equal(pdk_audit_spool_open(f->dir, &sp, &err), 0);
@@ -602,25 +645,7 @@ static void test_concurrent_folds(void **state)
             pdk_audit_spool_close(sp), pdk_audit_spool_open(f->dir, &sp, &err); /* 2 files */
     }
     pdk_audit_spool_close(sp);
-    pid_t pids[readers];
-    for (int i = 0; i < readers; i++) {
-        pids[i] = fork();
-        assert_true(pids[i] >= 0);
-        if (pids[i] == 0) {
-            pdk_store *store = NULL;
-            pdk_error child_err = {0};
-            int ok = pdk_store_open(f->dir, true, &store, &child_err) == 0 &&
-                     pdk_audit_fold(store, f->dir, &child_err) >= 0;
-            if (!ok)
-                fprintf(stderr, "reader %d: %s\n", i, child_err.message);
-            _exit(ok ? 0 : 1);
-        }
-    }
-    for (int i = 0; i < readers; i++) {
-        int status = 0;
-        assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
-        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    }
+    assert_int_equal(in_processes(8, open_and_fold, f->dir), 0);
     assert_int_equal(fold(f), 0);
     pdk_audit_verdict v;
     verify(f, &v);
@@ -633,32 +658,11 @@ static void test_concurrent_folds(void **state)
 static void test_concurrent_set_up(void **state)
 {
     fixture *f = *state;
-    enum { rounds = 50, openers = 6 };
-    for (int round = 0; round < rounds; round++) {
+    for (int round = 0; round < 50; round++) {
         char dir[128];
         snprintf(dir, sizeof(dir), "%s/r%d", f->dir, round);
         assert_int_equal(mkdir(dir, 0700), 0);
-        pid_t pids[openers];
-        for (int i = 0; i < openers; i++) {
-            pids[i] = fork();
-            assert_true(pids[i] >= 0);
-            if (pids[i] == 0) {
-                pdk_store *store = NULL;
-                pdk_error child_err = {0};
-                int ok = pdk_store_open(dir, true, &store, &child_err) == 0;
-                if (!ok)
-                    fprintf(stderr, "opener %d: %s\n", i, child_err.message);
-                pdk_store_close(store);
-                _exit(ok ? 0 : 1);
-            }
-        }
-        int failed = 0;
-        for (int i = 0; i < openers; i++) {
-            int status = 0;
-            assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
-            failed += !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-        }
-        assert_int_equal(failed, 0);
+        assert_int_equal(in_processes(6, open_only, dir), 0);
     }
 }
 
