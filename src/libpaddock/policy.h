@@ -32,6 +32,9 @@ void pdk_policy_diags_free(pdk_policy_diags *diags);
 /* "FILE:LINE:COLUMN: message" (new string). */
 char *pdk_policy_diag_format(const pdk_policy_diag *diag);
 
+/* The longest name of a persistent home (home.persist). */
+#define PDK_HOME_NAME_MAX 64
+
 /* Expansion context for paths in the policy. */
 typedef struct pdk_policy_context {
     const char *home; /* the caller's $HOME, used to expand "~" and "~/..." */
@@ -61,15 +64,20 @@ typedef struct pdk_credential {
     char *refresh_token_secret, *client_id_secret, *client_secret_secret;
     char *token_url;
     char **hosts; /* host patterns it may go to; NULL-terminated, at least one */
-    /* inject: header set on every request to the hosts ("Bearer {token}"); NULL header:
-     * the placeholder is only replaced where it appears */
+    /* inject: header set on every request to the hosts ("Bearer {token}"), by the gateway
+     * whatever the request had there; NULL header: none */
     char *inject_header;
     char *inject_value;
-    bool replace_in_body; /* replace the placeholder in request bodies too (opt-in) */
+    /* the fields (names, any case) in which the placeholder is replaced; NULL: none */
+    char **replace_in_headers;
+    bool replace_in_body;  /* replace the placeholder in request bodies too (opt-in) */
+    bool allow_plain_http; /* the value may go to its hosts over plain HTTP (else TLS only) */
     /* where the sandbox finds the placeholder */
     char *placeholder_env;
     char *placeholder_app_secret_env;
-    char *placeholder_file; /* absolute (~ expanded): a read-only file holding it */
+    char *placeholder_file;   /* absolute (~ expanded): a read-only file holding it */
+    char *placeholder_prefix; /* what it starts with, for clients that check a key's shape
+                               * (NULL: "t-" for a Feishu tenant token, else "pdk-ph-") */
 } pdk_credential;
 
 typedef struct pdk_policy {
@@ -111,6 +119,10 @@ typedef struct pdk_policy {
     /* sandbox */
     bool nested_userns; /* allow user namespaces (and mounts) inside the sandbox */
 
+    /* home.persist: the name of a persistent home (STATE/homes/NAME shown as $HOME, kept
+     * across runs: an agent's own state); NULL: $HOME is a fresh empty directory */
+    char *home_persist;
+
     /* commands: the rules (default decision included); rule_lines[i] is the line of rule
      * i in the file (0 for the built-in). */
     pdk_command_rules commands;
@@ -147,9 +159,12 @@ char *pdk_policy_describe_net_rule(const pdk_policy *policy, ssize_t rule);
  * directory. NULL-terminated. */
 extern const char *const pdk_builtin_protected[];
 
-/* Home-relative start-up files (shell rc files, ".gitconfig") that are read-only wherever
- * the sandbox could otherwise write them: when the workspace or a writable bind contains
- * them. NULL-terminated. */
+/* Home-relative start-up files and agents' executable configuration (shell rc files,
+ * ".gitconfig", ".config/git/", ".claude/settings.json", ".claude/commands/",
+ * ".claude/agents/", ".codex/config.toml") that are read-only wherever the sandbox could
+ * otherwise write them: when the workspace or a writable bind contains them, and always in
+ * a persistent home (home.persist), where the missing ones are made empty first so that
+ * they cannot be created. A trailing "/" marks a directory. NULL-terminated. */
 extern const char *const pdk_builtin_protected_home[];
 
 /* Home-relative credential locations hidden in every sandbox (".ssh", ".aws", ".gnupg",
