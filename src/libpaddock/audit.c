@@ -1167,7 +1167,13 @@ static int fold_step(pdk_store *store, const char *name, int fd, bool finished, 
 /* Fold one spool file; returns the events folded, or -1. */
 static int fold_file(pdk_store *store, int dirfd, const char *name, pdk_error *err)
 {
-    _cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    /* (never a fifo or a device: opening one would wait, or worse) */
+    _cleanup_close_ int fd = pdk_open_regular_at(dirfd, name, O_RDONLY, 0);
+    if (fd < 0 && (errno == ENXIO || errno == EISDIR || errno == ELOOP))
+        return pdk_error_set(err, 0,
+                             "the audit spool %s is not a regular file, so not paddock's (remove "
+                             "it)",
+                             name);
     if (fd < 0)
         return errno == ENOENT ? 0
                                : pdk_error_set(err, errno, "cannot open the audit spool %s", name);
