@@ -56,7 +56,7 @@ static json_t *result_json(const pdk_session *session, const pdk_commit_result *
     }
     json_t *doc = json_object();
     json_object_set_new(doc, "session", json_string(session->id));
-    json_object_set_new(doc, "workspace", json_string(session->workspace));
+    json_object_set_new(doc, "workspace", pdk_session_json_path(session->workspace));
     json_object_set_new(doc, "dry_run", json_boolean(res->dry_run));
     json_object_set_new(doc, "ok", json_boolean(ok));
     json_object_set_new(doc, "applied", applied);
@@ -128,8 +128,9 @@ int pdk_cmd_commit(int argc, char **argv)
         for (size_t i = 0; paths && paths[i]; i++)
             json_array_append_new(paths_json, json_string(paths[i]));
         if (pdk_cli_audit(session->id, "workspace.commit",
-                          json_pack("{s:s, s:o, s:b}", "workspace", session->workspace, "paths",
-                                    paths_json, "include_protected", include_protected),
+                          json_pack("{s:o, s:o, s:b}", "workspace",
+                                    pdk_session_json_path(session->workspace), "paths", paths_json,
+                                    "include_protected", include_protected),
                           &err) < 0)
             return pdk_cli_fail(&err, PDK_EXIT_FAILED);
     }

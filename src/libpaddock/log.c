@@ -53,11 +53,18 @@ void pdk_log(pdk_log_level level, const char *fmt, ...)
     /* a registered secret never reaches stderr either (redact.h) */
     char *redacted = pdk_redact_text(line);
     const char *text = redacted ? redacted : line;
+    /* one line, whatever a path or name in it holds (util.h) */
+    pdk_buf escaped = {0};
+    if (!pdk_text_is_clean(text)) {
+        pdk_buf_escape_message(&escaped, text, strlen(text));
+        text = escaped.data;
+    }
     size_t len = strlen(text);
     /* One write per line so concurrent writers do not interleave mid-line. */
     struct iovec iov[2] = {{(void *)text, len}, {(void *)"\n", 1}};
     ssize_t r = writev(STDERR_FILENO, iov, 2);
     (void)r;
+    pdk_buf_free(&escaped);
     free(redacted);
 }
 
@@ -82,6 +89,18 @@ void pdk_trace_point(const char *what)
                      (int)getpid(), what);
     if (n > 0)
         (void)!write(STDERR_FILENO, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line));
+}
+
+void pdk_crash_point(const char *name)
+{
+    static int armed = -1;
+    static const char *at;
+    if (armed < 0) {
+        at = getenv("PADDOCK_TEST_CRASH_AT");
+        armed = at && *at;
+    }
+    if (armed && strcmp(at, name) == 0)
+        kill(getpid(), SIGKILL);
 }
 
 /* ---- running notices ---- */

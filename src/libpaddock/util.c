@@ -468,7 +468,7 @@ bool pdk_char_needs_escape(uint32_t cp)
            (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069) || cp == 0xfeff;
 }
 
-void pdk_buf_escape(pdk_buf *out, const char *s, size_t len)
+static void escape(pdk_buf *out, const char *s, size_t len, bool double_backslashes)
 {
     const unsigned char *u = (const unsigned char *)s;
     for (size_t i = 0; i < len;) {
@@ -476,7 +476,7 @@ void pdk_buf_escape(pdk_buf *out, const char *s, size_t len)
         size_t n = pdk_utf8_next(u + i, len - i, &cp);
         if (n == 1 && u[i] >= 0x80)
             pdk_buf_printf(out, "\\x%02x", u[i]); /* not UTF-8 */
-        else if (cp == '\\')
+        else if (cp == '\\' && double_backslashes)
             pdk_buf_puts(out, "\\\\");
         else if (cp < 0x80 && pdk_char_needs_escape(cp))
             pdk_buf_printf(out, "\\x%02x", (unsigned)cp);
@@ -486,6 +486,30 @@ void pdk_buf_escape(pdk_buf *out, const char *s, size_t len)
             pdk_buf_append(out, s + i, n);
         i += n;
     }
+}
+
+void pdk_buf_escape(pdk_buf *out, const char *s, size_t len)
+{
+    escape(out, s, len, true);
+}
+
+void pdk_buf_escape_message(pdk_buf *out, const char *s, size_t len)
+{
+    escape(out, s, len, false);
+}
+
+bool pdk_text_is_clean(const char *s)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t len = strlen(s);
+    for (size_t i = 0; i < len;) {
+        uint32_t cp;
+        size_t n = pdk_utf8_next(u + i, len - i, &cp);
+        if ((n == 1 && u[i] >= 0x80) || pdk_char_needs_escape(cp))
+            return false;
+        i += n;
+    }
+    return true;
 }
 
 char *pdk_escape_text(const char *s)

@@ -110,6 +110,12 @@ bool pdk_char_needs_escape(uint32_t cp);
 void pdk_buf_escape(pdk_buf *out, const char *s, size_t len);
 /* The same as a new string. */
 char *pdk_escape_text(const char *s);
+/* For a message, a line paddock itself writes around names and paths (pdk_error, the
+ * log): the same escapes, but backslashes left as they are, so that a message made of
+ * parts escaped already stays as it is (escaping it again changes nothing). */
+void pdk_buf_escape_message(pdk_buf *out, const char *s, size_t len);
+/* Whether pdk_buf_escape_message leaves s as it is. */
+bool pdk_text_is_clean(const char *s);
 
 /* The value of a hex digit (0-9, a-f, A-F), or -1. */
 int pdk_hex_value(int c);
