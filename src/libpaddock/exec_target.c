@@ -658,12 +658,21 @@ int pdk_exec_read_text(pid_t pid, const char *path, size_t max, char **text)
     _cleanup_close_ int root = pdk_exec_open_root(pid);
     if (root < 0)
         return -1;
-    /* /proc/self/fd/N would be the supervisor's own: magic links are not followed. */
+    /* Only a path without symlinks that leads nowhere is missing: through a symlink,
+     * /proc/self (and so /dev/stdin, /dev/fd/N) is the supervisor's, which is not in the
+     * sandbox's pid namespace (ENOENT, where the shell reads its stdin). Magic links
+     * (/proc/PID/fd/N) are never followed. */
     struct open_how how = {.flags = O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC,
-                           .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
+                           .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS};
     _cleanup_close_ int fd = (int)syscall(SYS_openat2, root, path, &how, sizeof(how));
+    if (fd < 0 && (errno == ENOENT || errno == ENOTDIR))
+        return 0;
+    if (fd < 0 && errno == ELOOP) {
+        how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+        fd = (int)syscall(SYS_openat2, root, path, &how, sizeof(how));
+    }
     if (fd < 0)
-        return errno == ENOENT || errno == ENOTDIR ? 0 : -1;
+        return -1;
     struct stat st;
     struct statfs fs;
     if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > max ||
