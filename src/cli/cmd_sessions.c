@@ -2,6 +2,7 @@
 #include "cli.h"
 
 #include "../libpaddock/changes.h"
+#include "../libpaddock/display.h"
 #include "../libpaddock/session.h"
 
 #include <fcntl.h>
@@ -68,7 +69,7 @@ int pdk_cmd_sessions(int argc, char **argv)
             json_t *o = json_object();
             json_object_set_new(o, "id", json_string(s->id));
             json_object_set_new(o, "named", json_boolean(s->named));
-            json_object_set_new(o, "workspace", json_string(s->workspace));
+            json_object_set_new(o, "workspace", pdk_display_json_string(s->workspace));
             json_object_set_new(
                 o, "mode", json_string(s->mode == PDK_WORKSPACE_DIRECT ? "direct" : "overlay"));
             json_object_set_new(o, "created", json_string(created));
@@ -93,9 +94,11 @@ int pdk_cmd_sessions(int argc, char **argv)
             snprintf(exitbuf, sizeof(exitbuf), s->runs > 0 ? "%d" : "-", s->last_exit);
             long ch = count_changes(s);
             snprintf(changes, sizeof(changes), ch >= 0 ? "%ld" : "?", ch);
-            printf("%-28s %-19s %-7s %5d %5s %7s  %s\n", s->id, created,
+            _cleanup_free_ char *id = pdk_display(s->id);
+            _cleanup_free_ char *workspace = pdk_display(s->workspace);
+            printf("%-28s %-19s %-7s %5d %5s %7s  %s\n", id, created,
                    s->mode == PDK_WORKSPACE_DIRECT ? "direct" : "overlay", s->runs, exitbuf,
-                   changes, s->workspace);
+                   changes, workspace);
         }
     }
     pdk_session_list_free(list, n);

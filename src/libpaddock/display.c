@@ -193,6 +193,16 @@ static bool walk(pdk_buf *out, const char *s, size_t len, unsigned flags)
     return any;
 }
 
+size_t pdk_display_utf8_prefix(const char *s, size_t len)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t i = 0;
+    uint32_t cp;
+    for (size_t n; i < len && (n = utf8_decode(u + i, len - i, &cp)) > 0; i += n)
+        ;
+    return i;
+}
+
 bool pdk_display_is_plain(const char *s, size_t len, unsigned flags)
 {
     return !walk(NULL, s, len, flags);
@@ -215,6 +225,39 @@ char *pdk_display(const char *s)
     return pdk_buf_steal(&b);
 }
 
+static bool shell_plain(const char *s)
+{
+    if (!*s)
+        return false;
+    for (const char *p = s; *p; p++)
+        if (!pdk_name_char((unsigned char)*p) && !strchr("@%+=:,/", *p))
+            return false;
+    return true;
+}
+
+char *pdk_display_argv(char *const *argv)
+{
+    pdk_buf b = {0};
+    for (size_t i = 0; argv && argv[i]; i++) {
+        _cleanup_free_ char *word = pdk_display(argv[i]);
+        if (i)
+            pdk_buf_puts(&b, " ");
+        if (shell_plain(word)) {
+            pdk_buf_puts(&b, word);
+            continue;
+        }
+        pdk_buf_puts(&b, "'");
+        for (const char *p = word; *p; p++) {
+            if (*p == '\'')
+                pdk_buf_puts(&b, "'\\''");
+            else
+                pdk_buf_append(&b, p, 1);
+        }
+        pdk_buf_puts(&b, "'");
+    }
+    return pdk_buf_steal(&b);
+}
+
 char *pdk_display_message(const char *s)
 {
     pdk_buf b = {0};
@@ -223,13 +266,12 @@ char *pdk_display_message(const char *s)
     return pdk_buf_steal(&b);
 }
 
-char *pdk_display_json_dumps(const json_t *value, size_t flags)
+char *pdk_display_json_text(const char *text)
 {
-    char *text = json_dumps(value, flags);
-    if (!text)
-        return NULL;
     /* jansson writes valid UTF-8 with C0 controls, '"' and '\\' escaped; a byte >= 0x7f
-     * only ever stands inside a string, where a \u escape means the same character. */
+     * only ever stands inside a string, where a \u escape means the same character. A
+     * raw control or a byte that is not UTF-8 is never in jansson's output; should a text
+     * hold one all the same, it is escaped too (the latter as \xHH, visibly not JSON). */
     size_t len = strlen(text);
     const unsigned char *u = (const unsigned char *)text;
     pdk_buf b = {0};
@@ -238,13 +280,19 @@ char *pdk_display_json_dumps(const json_t *value, size_t flags)
     while (i < len) {
         uint32_t cp = 0;
         size_t n = utf8_decode(u + i, len - i, &cp);
-        if (n == 0 || cp < 0x7f || !escaped(u, i, n, len, cp, prev, 0)) {
+        /* a newline or tab is the document's own layout (JSON_INDENT): strings never
+         * hold one raw */
+        bool control = n == 1 && ((cp < 0x20 && cp != '\n' && cp != '\t') || cp == 0x7f);
+        if (n != 0 && !control && (cp < 0x80 || !escaped(u, i, n, len, cp, prev, 0))) {
             prev = cp;
-            i += n ? n : 1;
+            i += n;
             continue;
         }
         pdk_buf_append(&b, text + plain_from, i - plain_from);
-        if (cp <= 0xffff) {
+        if (n == 0) {
+            pdk_buf_printf(&b, "\\x%02x", u[i]);
+            n = 1;
+        } else if (cp <= 0xffff) {
             pdk_buf_printf(&b, "\\u%04x", (unsigned)cp);
         } else {
             uint32_t v = cp - 0x10000;
@@ -255,13 +303,18 @@ char *pdk_display_json_dumps(const json_t *value, size_t flags)
         i += n;
         plain_from = i;
     }
-    if (plain_from == 0) {
-        pdk_buf_free(&b);
-        return text;
-    }
     pdk_buf_append(&b, text + plain_from, len - plain_from);
-    free(text);
     return pdk_buf_steal(&b);
+}
+
+char *pdk_display_json_dumps(const json_t *value, size_t flags)
+{
+    char *text = json_dumps(value, flags);
+    if (!text)
+        return NULL;
+    char *shown = pdk_display_json_text(text);
+    free(text);
+    return shown;
 }
 
 json_t *pdk_display_json_string(const char *s)

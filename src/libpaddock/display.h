@@ -51,6 +51,9 @@ enum {
  * variation selectors that depend on their neighbours are not in it. */
 bool pdk_display_code_point_hides(uint32_t cp);
 
+/* How many bytes at the start of s (len bytes) are valid UTF-8. */
+size_t pdk_display_utf8_prefix(const char *s, size_t len);
+
 /* True when nothing in s (len bytes) would be escaped with these flags. */
 bool pdk_display_is_plain(const char *s, size_t len, unsigned flags);
 
@@ -60,6 +63,11 @@ void pdk_display_escape(pdk_buf *out, const char *s, size_t len, unsigned flags)
 /* s escaped with no flags, as a new string ("" for NULL). */
 char *pdk_display(const char *s);
 
+/* argv as one line for a human: each word escaped as pdk_display() does and, when it is
+ * empty or holds anything but letters, digits and "@%+=:,./_-", in single quotes as a
+ * shell reads them (a quote as '\''). New string. */
+char *pdk_display_argv(char *const *argv);
+
 /* A whole message (an error, a warning) for stderr: controls, invalid UTF-8 and hiding
  * characters escaped, backslashes and nothing else left alone (new string). */
 char *pdk_display_message(const char *s);
@@ -67,6 +75,9 @@ char *pdk_display_message(const char *s);
 /* json_dumps(value, flags) with every hiding code point of its strings written as a JSON
  * \u escape (new string, NULL when jansson fails). */
 char *pdk_display_json_dumps(const json_t *value, size_t flags);
+
+/* The same for a JSON text made by jansson (an audit row's data, say): new string. */
+char *pdk_display_json_text(const char *text);
 
 /* A JSON string for s: s itself when it is valid UTF-8, else its escaped form above (the
  * bytes that are not UTF-8 as \xHH), so that a name jansson cannot hold still shows. */

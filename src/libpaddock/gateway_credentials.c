@@ -61,10 +61,9 @@ static void refuse_exfiltration(gw_conn *c, const pdk_gateway_credential *gc, co
     json_object_set_new(ev, "credential", json_string(gc->policy->name));
     json_object_set_new(ev, "found_in", json_string(where));
     pdk__gw_audit(c->g, "credential.exfiltration", ev);
-    fprintf(stderr,
-            "paddock: blocked: a request to %s carried the placeholder of credential %s (in its "
-            "%s), which is bound to other hosts\n",
-            c->host, gc->policy->name, where);
+    pdk_notice("blocked: a request to %s carried the placeholder of credential %s (in its %s), "
+               "which is bound to other hosts",
+               c->host, gc->policy->name, where);
     c->verdict.decision = PDK_DECISION_DENY;
     _cleanup_free_ char *why =
         xasprintf("the request carries the placeholder of credential %s, which may only go "

@@ -1,6 +1,7 @@
 /* log.c: see log.h. */
 #include "log.h"
 
+#include "display.h"
 #include "redact.h"
 
 #include <stdarg.h>
@@ -35,15 +36,16 @@ void pdk_log(pdk_log_level level, const char *fmt, ...)
     va_end(ap);
     if (m < 0)
         return;
-    /* a registered secret never reaches stderr either (redact.h) */
-    char *redacted = pdk_redact_text(line);
-    const char *text = redacted ? redacted : line;
+    /* a registered secret never reaches stderr either (redact.h), nor a control character
+     * of a name the sandbox chose (display.h): the line may be on the terminal the sandbox
+     * writes to */
+    _cleanup_free_ char *redacted = pdk_redact_text(line);
+    _cleanup_free_ char *text = pdk_display_message(redacted ? redacted : line);
     size_t len = strlen(text);
     /* One write per line so concurrent writers do not interleave mid-line. */
     struct iovec iov[2] = {{(void *)text, len}, {(void *)"\n", 1}};
     ssize_t r = writev(STDERR_FILENO, iov, 2);
     (void)r;
-    free(redacted);
 }
 
 static int trace_state = -1;

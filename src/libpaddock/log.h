@@ -1,5 +1,7 @@
 /* log.h: diagnostics on stderr, prefixed "paddock: ". Quiet by default; PADDOCK_DEBUG=1
- * or --verbose enables debug lines. Never pass secret values to these functions. */
+ * or --verbose enables debug lines. Never pass secret values to these functions. Every
+ * line is one line: registered secrets redacted (redact.h), controls, invalid UTF-8 and
+ * hiding characters escaped (pdk_display_message), whatever the arguments held. */
 #ifndef PADDOCK_LOG_H
 #define PADDOCK_LOG_H
 
@@ -17,8 +19,10 @@ pdk_log_level pdk_log_get_level(void);
 void pdk_log(pdk_log_level level, const char *fmt, ...) PDK_PRINTF(2, 3);
 
 #define pdk_error_log(...) pdk_log(PDK_LOG_ERROR, __VA_ARGS__)
-#define pdk_warn(...)      pdk_log(PDK_LOG_WARN, __VA_ARGS__)
-#define pdk_info(...)      pdk_log(PDK_LOG_INFO, __VA_ARGS__)
+/* A notice that is always shown (an approval waiting, a request refused), not an error. */
+#define pdk_notice(...) pdk_log(PDK_LOG_ERROR, __VA_ARGS__)
+#define pdk_warn(...)   pdk_log(PDK_LOG_WARN, __VA_ARGS__)
+#define pdk_info(...)   pdk_log(PDK_LOG_INFO, __VA_ARGS__)
 #define pdk_debug(...)                                                                             \
     do {                                                                                           \
         if (pdk_log_get_level() >= PDK_LOG_DEBUG)                                                  \

@@ -5,6 +5,7 @@
 #include "audit.h"
 #include "exec_listener.h"
 #include "changes.h"
+#include "display.h"
 #include "environ.h"
 #include "fsutil.h"
 #include "gateway.h"
@@ -67,9 +68,10 @@ static int open_spool(run_state *st, pdk_error *err)
 
 static json_t *argv_json(char *const *argv)
 {
+    /* a word that is not UTF-8 is kept, escaped, rather than dropped (display.h) */
     json_t *a = json_array();
     for (size_t i = 0; argv && argv[i]; i++)
-        json_array_append_new(a, json_string(argv[i]));
+        json_array_append_new(a, pdk_display_json_string(argv[i]));
     return a;
 }
 
@@ -729,7 +731,7 @@ static int approval_ask(run_state *st, pdk_store *store, pdk_approval *a, pdk_er
 static int ask_human(run_state *st, pdk_run_report *report, pdk_error *err)
 {
     _cleanup_free_ char *cwd = getcwd(NULL, 0);
-    _cleanup_free_ char *line = argv_line(st->opt->argv);
+    _cleanup_free_ char *line = pdk_display_argv(st->opt->argv);
     if (open_spool(st, err) < 0)
         return -1;
     pdk_store *store = NULL;
@@ -757,14 +759,14 @@ static int ask_human(run_state *st, pdk_run_report *report, pdk_error *err)
     if (approval_ask(st, store, &a, err) < 0)
         goto out;
     int64_t timeout = st->policy->approval_timeout_seconds;
-    fprintf(stderr,
-            "paddock: approval %s: `%s` in %s needs a human (%s: %s); answer with paddock "
-            "approve %s, or paddock deny %s (waiting up to %llds)\n",
-            a.id, line, a.cwd, a.rule, a.reason, a.id, a.id, (long long)timeout);
+    _cleanup_free_ char *cwd_shown = pdk_display(a.cwd);
+    pdk_notice("approval %s: `%s` in %s needs a human (%s: %s); answer with paddock approve %s, "
+               "or paddock deny %s (waiting up to %llds)",
+               a.id, line, cwd_shown, a.rule, a.reason, a.id, a.id, (long long)timeout);
     int tty = open_prompt_tty();
     if (tty >= 0)
         dprintf(tty, "paddock: run `%s` in %s? [y]es, [n]o, [a]lways for this session: ", line,
-                a.cwd);
+                cwd_shown);
     struct sigaction sa = {.sa_handler = on_ask_signal}, old_int, old_term;
     sigemptyset(&sa.sa_mask);
     ask_interrupted = 0;
@@ -843,10 +845,8 @@ static int ask_human(run_state *st, pdk_run_report *report, pdk_error *err)
                      "no answer to approval %s in %llds: denied (approvals.on_timeout)", a.id,
                      (long long)timeout);
         else
-            fprintf(stderr,
-                    "paddock: no answer to approval %s in %llds: allowed "
-                    "(approvals.on_timeout)\n",
-                    a.id, (long long)timeout);
+            pdk_notice("no answer to approval %s in %llds: allowed (approvals.on_timeout)", a.id,
+                       (long long)timeout);
     } else {
         approved = false;
         json_object_set_new(o, "state", json_string("expired"));
@@ -1008,10 +1008,13 @@ static void poll_asks(evutil_socket_t fd, short what, void *arg)
             bool allow = a.state == PDK_APPROVAL_APPROVED;
             json_object_set_new(o, "by", json_string(a.answered_by ? a.answered_by : ""));
             json_object_set_new(o, "always", json_boolean(a.always));
-            _cleanup_free_ char *msg =
-                xasprintf("paddock: denied by %s%s%s (approval %s)\n",
-                          a.answered_by ? a.answered_by : "a human", a.answer_reason ? ": " : "",
-                          a.answer_reason ? a.answer_reason : "", p->id);
+            json_object_set_new(o, "reason",
+                                a.answer_reason ? json_string(a.answer_reason) : json_null());
+            /* on the sandbox's stderr, which may be a terminal */
+            _cleanup_free_ char *by = pdk_display(a.answered_by ? a.answered_by : "a human");
+            _cleanup_free_ char *why = a.answer_reason ? pdk_display(a.answer_reason) : NULL;
+            _cleanup_free_ char *msg = xasprintf("paddock: denied by %s%s%s (approval %s)\n", by,
+                                                 why ? ": " : "", why ? why : "", p->id);
             finish_ask(w, i, allow, o, msg);
         } else {
             json_decref(o);
@@ -1038,7 +1041,8 @@ static pdk_exec_answer judge_exec(void *arg, pdk_exec_request *req, char *messag
     if (w->refused_line && req->pid == w->refused_pid) {
         line = argv_line(req->argv);
         if (strcmp(line, w->refused_line) == 0) {
-            snprintf(message, message_size, "%s", w->refused_message);
+            /* refused the same way, and silently: the first refusal told it already */
+            message[0] = '\0';
             pthread_mutex_unlock(&w->lock);
             return PDK_EXEC_DENY;
         }
@@ -1134,10 +1138,10 @@ static pdk_exec_answer ask_exec(void *arg, pdk_exec_listener *listener, pdk_exec
     p->deadline_ns =
         pdk_now_monotonic_ns() + (uint64_t)st->policy->approval_timeout_seconds * 1000000000ULL;
     p->line = argv_line(req->argv);
-    fprintf(stderr,
-            "paddock: approval %s: `%s` (pid %d) needs a human (%s: %s); answer with paddock "
-            "approve %s, or paddock deny %s\n",
-            a.id, p->line, (int)req->pid, how, v.reason, a.id, a.id);
+    _cleanup_free_ char *shown = pdk_display_argv(req->argv);
+    pdk_notice("approval %s: `%s` (pid %d) needs a human (%s: %s); answer with paddock approve "
+               "%s, or paddock deny %s",
+               a.id, shown, (int)req->pid, how, v.reason, a.id, a.id);
     pdk_approval_clear(&a);
     arm_poll(w);
     return PDK_EXEC_PENDING;

@@ -759,7 +759,8 @@ static void real_overlay(bool userns)
         scan(w, NULL, &l2);
         pdk_buf patch = {0};
         pdk_error err = {0};
-        assert_int_equal(pdk_diffrender_patch(&l2, w->lower_fd, w->upper_fd, NULL, &patch, &err),
+        pdk_diffrender_options raw = {.context = -1, .raw = true};
+        assert_int_equal(pdk_diffrender_patch(&l2, w->lower_fd, w->upper_fd, &raw, &patch, &err),
                          0);
         pdk_change_list_free(&l2);
         put(w->root, "overlay.patch", patch.data, 0644);

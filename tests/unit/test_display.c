@@ -170,7 +170,15 @@ static void t_json_dumps(void **state)
     text = pdk_display_json_dumps(p, JSON_COMPACT);
     assert_string_equal(text, "[\"plain\"]");
     free(text);
+    /* the layout of an indented document stays */
+    text = pdk_display_json_dumps(p, JSON_INDENT(2));
+    assert_string_equal(text, "[\n  \"plain\"\n]");
+    free(text);
     json_decref(p);
+    /* a text jansson did not write: raw controls and bytes that are not UTF-8 show too */
+    text = pdk_display_json_text("{\"a\":\"\x1b\xff\"}\n");
+    assert_string_equal(text, "{\"a\":\"\\u001b\\xff\"}\n");
+    free(text);
     json_decref(o);
 }
 
