@@ -114,6 +114,8 @@ int pdk_cmd_commit(int argc, char **argv)
 
     pdk_commit_request req = {
         .lower_dirfd = lower,
+        .workspace_path = session->workspace,
+        .session_dir = session->dir,
         .upper_dirfd = upper,
         .baseline_ns = session->baseline_ns,
         .committed = session->committed,

@@ -5,6 +5,7 @@
 #include "audit.h"
 #include "exec_listener.h"
 #include "changes.h"
+#include "commit.h"
 #include "display.h"
 #include "environ.h"
 #include "fsutil.h"
@@ -338,14 +339,46 @@ static int build_config(run_state *st, pdk_error *err)
                                   false);
         }
     }
-    /* Start-up files of the home directory, wherever the sandbox could write them. */
+    /* Start-up files and the agents' own configuration in the home directory, wherever
+     * the sandbox could write them. One that is missing in a writable bind (which writes
+     * straight to the host) cannot be made read-only: such a bind is refused. */
+    pdk_buf missing = {0};
+    const char *missing_bind = NULL;
     for (size_t i = 0; pdk_builtin_protected_home[i]; i++) {
         _cleanup_free_ char *p = pdk_path_join(st->home, pdk_builtin_protected_home[i]);
-        bool writable = pdk_path_is_within(p, st->workspace);
-        for (size_t b = 0; b < cfg->bind_count && !writable; b++)
-            writable = cfg->binds[b].writable && pdk_path_is_within(p, cfg->binds[b].target);
-        if (writable)
-            add_protected(st, &cfg->protect_paths, &rel, p, st->workspace, true);
+        _cleanup_free_ char *bare = xstrdup(p); /* without the trailing '/' of a directory */
+        for (size_t n = strlen(bare); n > 1 && bare[n - 1] == '/'; n--)
+            bare[n - 1] = '\0';
+        const char *bind = NULL;
+        for (size_t b = 0; b < cfg->bind_count && !bind; b++)
+            if (cfg->binds[b].writable && pdk_path_is_within(bare, cfg->binds[b].target))
+                bind = cfg->binds[b].target;
+        bool in_workspace = pdk_path_is_within(bare, st->workspace);
+        if (!bind && !in_workspace)
+            continue;
+        struct stat sb;
+        if (bind && !in_workspace && lstat(bare, &sb) < 0 && errno == ENOENT) {
+            _cleanup_free_ char *parent = xstrdup(bare);
+            *strrchr(parent, '/') = '\0';
+            if (stat(parent, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+                pdk_buf_printf(&missing, "%s%s", missing.len ? ", " : "", p);
+                missing_bind = bind;
+            }
+            continue;
+        }
+        add_protected(st, &cfg->protect_paths, &rel, p, st->workspace, true);
+    }
+    if (missing.len) {
+        pdk_error_set(
+            err, 0,
+            "filesystem.write: %s is writable, and the sandbox could create %s there, "
+            "which runs outside the sandbox later (see Built-in lists in docs/policy.md): "
+            "create %s first (an empty file or directory; {} for a .json file), or make "
+            "a narrower path writable",
+            missing_bind, missing.data, strchr(missing.data, ',') ? "them" : "it");
+        pdk_buf_free(&missing);
+        pdk_strv_free(rel);
+        return -1;
     }
     pdk_strv_free(st->session->protected_paths);
     st->session->protected_paths = rel ? rel : xcalloc(1, sizeof(char *));
@@ -1265,6 +1298,12 @@ int pdk_run(const pdk_run_options *given, pdk_run_report *report, pdk_error *err
             pdk_warn("session %s was in use when the system went down: files written just "
                      "before may be missing from its layer (check with paddock diff %s)",
                      st.session->id, st.session->id);
+        /* A commit of the session killed half-way: its temporaries go before the sandbox
+         * sees the workspace. */
+        _cleanup_close_ int real = open(st.workspace, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        pdk_error recover_err = {0};
+        if (real >= 0 && pdk_commit_recover(real, st.session->dir, &recover_err) < 0)
+            pdk_warn("session %s: %s", st.session->id, recover_err.message);
         free(st.session->boot_id);
         st.session->boot_id = pdk_session_current_boot_id();
     } else {
