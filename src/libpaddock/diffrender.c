@@ -100,23 +100,16 @@ static bool starts(const unsigned char *d, size_t len, size_t at, const char *ma
 /* An ELF file's class and type. */
 static const char *elf_type(const unsigned char *d, size_t len)
 {
+    static const char *const names[2][5] = {
+        {"ELF 32-bit file", "ELF 32-bit relocatable object", "ELF 32-bit executable",
+         "ELF 32-bit executable or shared library", "ELF 32-bit core dump"},
+        {"ELF 64-bit file", "ELF 64-bit relocatable object", "ELF 64-bit executable",
+         "ELF 64-bit executable or shared library", "ELF 64-bit core dump"},
+    };
     if (len < 18 || (d[4] != 1 && d[4] != 2) || (d[5] != 1 && d[5] != 2))
         return "ELF file";
     unsigned type = d[5] == 1 ? (unsigned)(d[16] | d[17] << 8) : (unsigned)(d[16] << 8 | d[17]);
-    bool wide = d[4] == 2;
-    switch (type) {
-    case 1:
-        return wide ? "ELF 64-bit relocatable object" : "ELF 32-bit relocatable object";
-    case 2:
-        return wide ? "ELF 64-bit executable" : "ELF 32-bit executable";
-    case 3:
-        return wide ? "ELF 64-bit executable or shared library"
-                    : "ELF 32-bit executable or shared library";
-    case 4:
-        return wide ? "ELF 64-bit core dump" : "ELF 32-bit core dump";
-    default:
-        return wide ? "ELF 64-bit file" : "ELF 32-bit file";
-    }
+    return names[d[4] - 1][type >= 1 && type <= 4 ? type : 0];
 }
 
 const char *pdk_diffrender_file_type(const char *data, size_t len)

@@ -765,6 +765,7 @@ static int ask_human(run_state *st, pdk_run_report *report, pdk_error *err)
 {
     _cleanup_free_ char *cwd = getcwd(NULL, 0);
     _cleanup_free_ char *line = pdk_display_argv(st->opt->argv);
+    _cleanup_free_ char *cwd_shown = pdk_display(cwd ? cwd : "");
     if (open_spool(st, err) < 0)
         return -1;
     pdk_store *store = NULL;
@@ -792,7 +793,6 @@ static int ask_human(run_state *st, pdk_run_report *report, pdk_error *err)
     if (approval_ask(st, store, &a, err) < 0)
         goto out;
     int64_t timeout = st->policy->approval_timeout_seconds;
-    _cleanup_free_ char *cwd_shown = pdk_display(a.cwd);
     pdk_notice("approval %s: `%s` in %s needs a human (%s: %s); answer with paddock approve %s, "
                "or paddock deny %s (waiting up to %llds)",
                a.id, line, cwd_shown, a.rule, a.reason, a.id, a.id, (long long)timeout);

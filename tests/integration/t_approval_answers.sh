@@ -19,36 +19,6 @@ sed 's/timeout: 30/timeout: 1/' "$T/p.yaml" >"$T/short.yaml"
 # a script: its commands are judged at their exec inside the sandbox, not before
 printf 'git push origin main\necho "git exit $?"\n' >"$WS/agent.sh"
 
-# start_asking NAME RUN-ARGS...: paddock run in the background, its stderr through a fifo
-# until its notice says the request waits (an event); sets ID and BG, and the rest of the
-# stderr goes on to $T/NAME.err.
-start_asking() {
-    local name="$1"
-    shift
-    mkfifo "$T/$name.fifo"
-    (cd "$WS" && HOME="$TEST_HOME" PATH="$SANDBOX_PATH" LANG="$SANDBOX_LANG" timeout -k 5 60 \
-        "$PADDOCK" run --workspace "$WS" "$@" </dev/null >"$T/$name.out" 2>"$T/$name.fifo") &
-    BG=$!
-    track_pid "$BG"
-    exec {EFD}<"$T/$name.fifo"
-    : >"$T/$name.err"
-    ID=""
-    local line
-    while IFS= read -r -t 30 -u "$EFD" line; do
-        printf '%s\n' "$line" >>"$T/$name.err"
-        if [[ $line =~ ^paddock:\ approval\ ([0-9a-f]{16}):.*needs\ a\ human ]]; then
-            ID=${BASH_REMATCH[1]}
-            break
-        fi
-    done
-}
-
-finish_asking() {
-    timeout 30 cat <&"$EFD" >>"$T/$1.err"
-    exec {EFD}<&-
-    wait "$BG" 2>/dev/null
-}
-
 # answered_reason ID: the reason of the approval.answered event of request ID ("null" when
 # it has none, "missing" when the event lacks the field).
 answered_reason() {
@@ -64,19 +34,19 @@ for l in sys.stdin:
 }
 
 # An exec inside the sandbox, denied with a reason.
-start_asking exec --policy "$T/p.yaml" -- sh ./agent.sh
+start_until_asked exec --workspace "$WS" --policy "$T/p.yaml" -- sh ./agent.sh
 expect_ne "an exec asked about waits" "" "$ID"
 pdk deny "$ID" --reason "not from a sandbox"
-finish_asking exec
+finish_asked exec
 expect_match "denied: the exec fails" "git exit 126" "$(cat "$T/exec.out")"
 expect_eq "approval.answered of the exec has the deny's reason" '"not from a sandbox"' \
     "$(answered_reason "$ID")"
 
 # The command as a whole, denied with a reason.
-start_asking top --policy "$T/p.yaml" -- sh -c 'echo asked'
+start_until_asked top --workspace "$WS" --policy "$T/p.yaml" -- sh -c 'echo asked'
 expect_ne "a command asked about waits" "" "$ID"
 pdk deny "$ID" --reason "not today"
-finish_asking top
+finish_asked top
 expect_eq "approval.answered of the command has the deny's reason" '"not today"' \
     "$(answered_reason "$ID")"
 
@@ -107,11 +77,11 @@ network:
     "api.test:80": "127.0.0.1:$PORT"
 approvals: {timeout: 30}
 EOF
-start_asking net --policy "$T/net.yaml" -- \
+start_until_asked net --workspace "$WS" --policy "$T/net.yaml" -- \
     sh -c 'curl -sS --max-time 30 -o /dev/null -w "%{http_code}\n" -X PUT -d x http://api.test/v1/a'
 expect_ne "a request asked about waits" "" "$ID"
 pdk deny "$ID" --reason "no writes today"
-finish_asking net
+finish_asked net
 expect_eq "denied: 403" 403 "$(cat "$T/net.out")"
 expect_eq "approval.answered of the request has the deny's reason" '"no writes today"' \
     "$(answered_reason "$ID")"

@@ -56,6 +56,42 @@ shown_escaped() {
     ok "$desc: escaped, nothing raw"
 }
 
+# on_terminal OUT PROMPT DIR CMD...: CMD (from DIR) on a pty of its own, its stdin, stdout
+# and stderr, as a human's terminal; when PROMPT (if not empty) shows, "n" and a newline are
+# typed. What the terminal showed goes to OUT, after a line "exit N". Bounded: 50 s.
+on_terminal() {
+    local out="$1" prompt="$2" dir="$3"
+    shift 3
+    HOME="$TEST_HOME" "$PYTHON" - "$prompt" "$dir" "$@" >"$out" 2>&1 <<'EOF'
+import os, pty, select, sys, time
+prompt, where, argv = sys.argv[1].encode(), sys.argv[2], sys.argv[3:]
+pid, fd = pty.fork()
+if pid == 0:
+    os.chdir(where)
+    os.execv(argv[0], argv)
+shown, answered = b"", False
+deadline = time.monotonic() + 50
+while time.monotonic() < deadline:
+    ready, _, _ = select.select([fd], [], [], deadline - time.monotonic())
+    if not ready:
+        break
+    try:
+        chunk = os.read(fd, 4096)
+    except OSError:
+        break
+    if not chunk:
+        break
+    shown += chunk
+    if prompt and not answered and prompt in shown:
+        os.write(fd, b"n\n")
+        answered = True
+if time.monotonic() >= deadline:
+    os.kill(pid, 9)
+_, status = os.waitpid(pid, 0)
+sys.stdout.buffer.write(b"exit %d\n" % os.waitstatus_to_exitcode(status) + shown)
+EOF
+}
+
 # A workspace whose own name carries the controls (sessions and commit print it).
 BWS="$T/ws-$BAD"
 mkdir -p "$BWS"
@@ -118,26 +154,7 @@ rm -rf "$T/applied"
 cp -a "$BWS" "$T/applied"
 check_fails "git apply refuses the escaped patch (it is visibly not one)" \
     sh -c "cd '$T/applied' && GIT_CEILING_DIRECTORIES='$T' git apply --check '$T/human.patch'"
-"$PYTHON" - "$PADDOCK" "$STATE" "$TEST_HOME" >"$T/tty-raw.out" 2>&1 <<'EOF'
-import os, pty, sys
-paddock, state, home = sys.argv[1:4]
-pid, fd = pty.fork()
-if pid == 0:
-    os.environ.update(PADDOCK_STATE_DIR=state, HOME=home)
-    os.execv(paddock, [paddock, "diff", "shown", "--raw"])
-out = b""
-while True:
-    try:
-        chunk = os.read(fd, 4096)
-    except OSError:
-        break
-    if not chunk:
-        break
-    out += chunk
-_, status = os.waitpid(pid, 0)
-sys.stdout.write("exit %d\n" % os.waitstatus_to_exitcode(status))
-sys.stdout.write(out.decode("utf-8", "replace"))
-EOF
+on_terminal "$T/tty-raw.out" "" "$BWS" "$PADDOCK" diff shown --raw
 expect_match "diff --raw on a terminal is refused (exit 2), saying why" \
     "^exit 2.*terminal would obey" "$(tr -d '\r' <"$T/tty-raw.out" | tr '\n' ' ')"
 
@@ -184,23 +201,7 @@ try:
 except OSError:
     pass  # refused: EACCES
 EOF
-# paddock's stderr through a fifo: the notice comes once the request is in the store
-mkfifo "$T/bg.fifo"
-(cd "$BWS" && HOME="$TEST_HOME" PATH="$SANDBOX_PATH" LANG="$SANDBOX_LANG" timeout -k 5 60 \
-    "$PADDOCK" run --workspace "$BWS" --policy "$T/ask.yaml" -- python3 asker.py \
-    </dev/null >"$T/bg.out" 2>"$T/bg.fifo") &
-BG=$!
-track_pid "$BG"
-exec {EFD}<"$T/bg.fifo"
-: >"$T/bg.err"
-ID=""
-while IFS= read -r -t 30 -u "$EFD" line; do
-    printf '%s\n' "$line" >>"$T/bg.err"
-    if [[ $line =~ ^paddock:\ approval\ ([0-9a-f]{16}):.*needs\ a\ human ]]; then
-        ID=${BASH_REMATCH[1]}
-        break
-    fi
-done
+ASK_DIR="$BWS" start_until_asked asker --workspace "$BWS" --policy "$T/ask.yaml" -- python3 asker.py
 expect_ne "the asked exec makes a request" "" "$ID"
 pdk approvals
 printf '%s\n' "$OUT" >"$T/approvals.out"
@@ -221,10 +222,8 @@ for l in sys.stdin:
               any(p["comm"] == ("p" + bad).encode()[:15].decode("utf-8", "replace") for p in j["parents"]))
         break' "$BAD")"
 pdk deny "$ID" --reason $'not\x1b[2J now\xe2\x80\xae'
-timeout 30 cat <&"$EFD" >>"$T/bg.err"
-exec {EFD}<&-
-wait "$BG" 2>/dev/null
-grep '^paddock: ' "$T/bg.err" >"$T/bg.paddock" # paddock's lines, not the command's own
+finish_asked asker
+grep '^paddock: ' "$T/asker.err" >"$T/bg.paddock" # paddock's lines, not the command's own
 shown_escaped "the notice on paddock's stderr, and the refusal told to the process" "$T/bg.paddock" \
     "push origin '\\x1b[31m\\u009b2J\\u202eexe'" 'not\x1b[2J now\u202e'
 
@@ -244,34 +243,8 @@ commands:
 approvals:
   timeout: 30
 EOF
-"$PYTHON" - "$PADDOCK" "$STATE" "$TEST_HOME" "$BWS" "$T/top.yaml" "$BAD" >"$T/prompt.out" 2>&1 <<'EOF'
-import os, pty, select, sys, time
-paddock, state, home, ws, policy, bad = sys.argv[1:7]
-pid, fd = pty.fork()
-if pid == 0:
-    os.chdir(ws)
-    os.environ.update(PADDOCK_STATE_DIR=state, HOME=home)
-    os.execv(paddock, [paddock, "run", "--workspace", ws, "--policy", policy, "--",
-                       "sh", "-c", "echo asked " + bad])
-out, answered = b"", False
-deadline = time.monotonic() + 50
-while time.monotonic() < deadline:
-    ready, _, _ = select.select([fd], [], [], deadline - time.monotonic())
-    if not ready:
-        break
-    try:
-        chunk = os.read(fd, 4096)
-    except OSError:
-        break
-    if not chunk:
-        break
-    out += chunk
-    if not answered and b"[a]lways for this session: " in out:
-        os.write(fd, b"n\n")
-        answered = True
-os.waitpid(pid, 0)
-sys.stdout.buffer.write(out)
-EOF
+on_terminal "$T/prompt.out" "[a]lways for this session: " "$BWS" \
+    "$PADDOCK" run --workspace "$BWS" --policy "$T/top.yaml" -- sh -c "echo asked $BAD"
 if grep -q "for this session" "$T/prompt.out"; then
     shown_escaped "the prompt and the notice on the terminal" "$T/prompt.out" \
         "run \`sh -c 'echo asked \\x1b[31m\\u009b2J\\u202eexe'\`"
