@@ -36,7 +36,7 @@ int pdk_cmd_discard(int argc, char **argv)
                           json_pack("{s:s, s:i}", "workspace", s->workspace, "runs", s->runs),
                           &err) < 0 ||
             pdk_session_remove(s, &err) < 0) {
-            fprintf(stderr, "paddock: %s\n", err.message);
+            pdk_cli_message("%s", err.message);
             status = PDK_EXIT_FAILED;
         } else {
             json_array_append_new(done, json_string(s->id));
