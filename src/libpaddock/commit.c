@@ -302,6 +302,12 @@ static char *workspace_path_of(commit_ctx *ctx, const char *dir, const char *val
     return xstrdup(pdk_path_relative(normal, ws));
 }
 
+/* dir/name, workspace-relative ("" is the root). */
+static char *child_of(const char *dir, const char *name)
+{
+    return *dir ? xasprintf("%s/%s", dir, name) : xstrdup(name);
+}
+
 /* A small file of the real workspace (a configuration, a gitdir: file), or NULL. */
 static char *read_real(commit_ctx *ctx, const char *path, size_t limit)
 {
@@ -358,7 +364,7 @@ static const char *hooks_of(commit_ctx *ctx, const char *worktree)
         if (strcmp(ctx->repos[i].worktree, worktree) == 0)
             return ctx->repos[i].hooks;
     char *hooks = NULL;
-    _cleanup_free_ char *dotgit = *worktree ? xasprintf("%s/.git", worktree) : xstrdup(".git");
+    _cleanup_free_ char *dotgit = child_of(worktree, ".git");
     _cleanup_close_ int fd =
         pdk_open_beneath(ctx->req->lower_dirfd, dotgit, O_PATH | O_NOFOLLOW, 0);
     struct stat st;
@@ -378,16 +384,16 @@ static const char *hooks_of(commit_ctx *ctx, const char *worktree)
         char *value = NULL;
         if (gitdir) {
             /* a linked worktree's configuration is its common directory's */
-            _cleanup_free_ char *commondir_file = xasprintf("%s/commondir", gitdir);
+            _cleanup_free_ char *commondir_file = child_of(gitdir, "commondir");
             _cleanup_free_ char *common_text = read_real(ctx, commondir_file, 4096);
             if (common_text) {
                 common_text[strcspn(common_text, "\r\n")] = '\0';
                 _cleanup_free_ char *common = workspace_path_of(ctx, gitdir, common_text);
-                _cleanup_free_ char *config = common ? xasprintf("%s/config", common) : NULL;
+                _cleanup_free_ char *config = common ? child_of(common, "config") : NULL;
                 if (config)
                     hooks_path_in(ctx, config, &value);
             }
-            _cleanup_free_ char *config = xasprintf("%s/config", gitdir);
+            _cleanup_free_ char *config = child_of(gitdir, "config");
             char *local = NULL;
             if (hooks_path_in(ctx, config, &local) == 1) {
                 free(value);
@@ -408,7 +414,7 @@ static const char *hooks_of(commit_ctx *ctx, const char *worktree)
  * is a git directory (a bare repository, say), whose configuration and hooks git reads. */
 static bool has_head(commit_ctx *ctx, const char *dir)
 {
-    _cleanup_free_ char *head = *dir ? xasprintf("%s/HEAD", dir) : xstrdup("HEAD");
+    _cleanup_free_ char *head = child_of(dir, "HEAD");
     int fds[] = {ctx->req->upper_dirfd, ctx->req->lower_dirfd};
     for (size_t i = 0; i < PDK_ARRAY_SIZE(fds); i++) {
         _cleanup_close_ int fd = pdk_open_beneath(fds[i], head, O_PATH | O_NOFOLLOW, 0);

@@ -204,6 +204,7 @@ EOF
 ASK_DIR="$BWS" start_until_asked asker --workspace "$BWS" --policy "$T/ask.yaml" -- python3 asker.py
 expect_ne "the asked exec makes a request" "" "$ID"
 pdk approvals
+expect_eq "approvals lists the request (exit 0)" 0 "$RC"
 printf '%s\n' "$OUT" >"$T/approvals.out"
 shown_escaped "approvals (argv, cwd, comm)" "$T/approvals.out" \
     '"git","push","origin","\u001B[31m\u009b2J\u202eexe"]' 'd-\x1b[31m\u009b2J\u202eexe' \
