@@ -354,21 +354,24 @@ static const char *global_hooks_path(commit_ctx *ctx)
     return ctx->global_hooks;
 }
 
-/* The directory (workspace-relative) git runs the hooks of the repository whose working
- * tree is worktree from when core.hooksPath names one, from the real repository's
- * configuration (never the session's copy): its .git directory, or the directory a .git
- * file names (a submodule, a linked worktree, with its commondir). NULL when none. */
-static const char *hooks_of(commit_ctx *ctx, const char *worktree)
+/* When worktree (workspace-relative) is a repository of the real workspace, note it in
+ * ctx->repos with the directory (workspace-relative) git runs its hooks from when
+ * core.hooksPath names one, from the real repository's configuration (never the session's
+ * copy): its .git directory's, or that of the directory a .git file names (a submodule, a
+ * linked worktree, with its commondir). */
+static void probe_repository(commit_ctx *ctx, const char *worktree)
 {
     for (size_t i = 0; i < ctx->repo_count; i++)
         if (strcmp(ctx->repos[i].worktree, worktree) == 0)
-            return ctx->repos[i].hooks;
+            return;
     char *hooks = NULL;
     _cleanup_free_ char *dotgit = child_of(worktree, ".git");
     _cleanup_close_ int fd =
         pdk_open_beneath(ctx->req->lower_dirfd, dotgit, O_PATH | O_NOFOLLOW, 0);
     struct stat st;
-    if (fd >= 0 && fstat(fd, &st) == 0 && (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode))) {
+    if (fd < 0 || fstat(fd, &st) < 0 || !(S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)))
+        return; /* not a repository */
+    {
         _cleanup_free_ char *gitdir = NULL;
         if (S_ISDIR(st.st_mode)) {
             gitdir = xstrdup(dotgit);
@@ -407,7 +410,6 @@ static const char *hooks_of(commit_ctx *ctx, const char *worktree)
     }
     ctx->repos = xrealloc(ctx->repos, (ctx->repo_count + 1) * sizeof(*ctx->repos));
     ctx->repos[ctx->repo_count++] = (struct repo_hooks){xstrdup(worktree), hooks};
-    return hooks;
 }
 
 /* Whether dir (workspace-relative) holds a HEAD, in the session or the workspace: then it
@@ -448,22 +450,34 @@ static char *bare_repository_of(commit_ctx *ctx, const char *path)
 }
 
 /* The repositories of the real workspace the selected changes lie in (every directory on
- * their paths that has a .git, the root's first), with their core.hooksPath. */
+ * their paths that has a .git), with their core.hooksPath. Each directory is probed once
+ * as the sorted changes go: the directories probed last stay on a stack of ancestors. */
 static void find_repositories(commit_ctx *ctx)
 {
+    _cleanup_strv_ char **chain = NULL; /* the directories probed last, the root first */
+    size_t depth = 0;
     for (size_t i = 0; i < ctx->changes.count; i++) {
         if (!ctx->selected[i])
             continue;
-        _cleanup_free_ char *dir = parent_of(ctx->changes.items[i].path);
-        for (;;) {
-            hooks_of(ctx, dir);
-            if (!*dir)
-                break;
-            char *slash = strrchr(dir, '/');
-            if (slash)
-                *slash = '\0';
-            else
-                dir[0] = '\0';
+        _cleanup_free_ char *parent = parent_of(ctx->changes.items[i].path);
+        while (depth > 0 && !at_or_beneath(parent, chain[depth - 1])) {
+            free(chain[--depth]);
+            chain[depth] = NULL;
+        }
+        if (depth == 0) {
+            probe_repository(ctx, "");
+            pdk_strv_push(&chain, "");
+            depth++;
+        }
+        /* the directories between the deepest one probed and parent, parent included */
+        size_t done = strlen(chain[depth - 1]), len = strlen(parent);
+        for (size_t k = done ? done + 1 : 0; k <= len && len > 0; k++) {
+            if (parent[k] != '/' && parent[k] != '\0')
+                continue;
+            _cleanup_free_ char *dir = xstrndup(parent, k);
+            probe_repository(ctx, dir);
+            pdk_strv_push(&chain, dir);
+            depth++;
         }
     }
 }
@@ -658,15 +672,15 @@ static int open_real_parent(commit_ctx *ctx, const char *path, const char **leaf
 
 /* ---- temporary entries ---------------------------------------------------------------
  *
- * Each entry is made whole under a temporary name, then renamed into place. The temporary
- * goes in the session's own directory (SESSION/commit-tmp), so that a commit killed
- * half-way leaves nothing in the user's tree: the next commit (or run) of the session
- * removes what is there. Only where that directory is not on the workspace's filesystem
- * (a rename cannot cross) does it go beside its target: a file's content then goes to an
- * unnamed O_TMPFILE, linked into place (an added file never has a name but its own), or,
- * to replace a file, linked to ".paddock-commit.PID.N" just before the rename; in that
- * case the directories are first written to SESSION/commit-journal, which the next commit
- * reads to remove such names. */
+ * Each entry is made whole, then put in place with one link or rename (commit.h). What a
+ * temporary name is needed for is made in the session's own directory (SESSION/commit-tmp)
+ * when it shares the workspace's mount, so that a commit killed half-way leaves nothing
+ * in the user's tree: the next commit (or run) of the session removes what is there. A
+ * file's content is an O_TMPFILE in its real directory: it has no name until it is linked,
+ * straight to its own for a new file. Where the session's directory is on another mount (a
+ * rename cannot cross), a name goes beside its target for the moment of a rename, once the
+ * directories are in SESSION/commit-journal, which the next commit reads to remove such
+ * names. */
 
 #define TEMP_DIR       "commit-tmp"
 #define JOURNAL        "commit-journal"
@@ -961,66 +975,30 @@ static int named_temp_file(commit_ctx *ctx, const pdk_change *c, int dirfd, int 
     return 0;
 }
 
-/* Beside the target (the session's directory is on another mount): the content in an
- * unnamed O_TMPFILE, linked into place, under a temporary name first when it replaces a
- * file. Where the filesystem has no O_TMPFILE, a named temporary file beside it. */
-static int write_file_beside(commit_ctx *ctx, const pdk_change *c, int parent, const char *leaf,
-                             int src, const struct stat *st)
+/* Link the filled O_TMPFILE (open as keep) under a temporary name in from: 0 and the name
+ * in tmp, or -1; -2 (no error set) when from is on another mount. */
+static int link_temp(commit_ctx *ctx, const pdk_change *c, int keep, int from, char *tmp,
+                     size_t tmp_size)
 {
-    char tmp[64];
-    int dst = openat(parent, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
-    if (dst < 0) {
-        if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL && errno != ENOENT)
-            return pdk_error_set(ctx->err, errno,
-                                 "\"%s\": cannot create a temporary file next "
-                                 "to it",
-                                 c->path);
-        if (journal_beside(ctx) < 0 ||
-            named_temp_file(ctx, c, parent, src, st, tmp, sizeof(tmp)) < 0)
-            return -1;
-        return install_temp(ctx, parent, tmp, parent, leaf, c) < 0 ? -1 : 0;
-    }
-    /* linkat needs it open: fill_file closes dst, keep stays until the link is made */
-    int keep = fcntl(dst, F_DUPFD_CLOEXEC, 0);
-    if (keep < 0) {
-        close(dst);
-        return pdk_error_set(ctx->err, errno, "\"%s\": cannot keep the temporary file", c->path);
-    }
-    const char *what = fill_file(ctx, src, st, dst);
     char proc[64];
     snprintf(proc, sizeof(proc), "/proc/self/fd/%d", keep);
-    int r = 0;
-    if (what) {
-        r = pdk_error_set(ctx->err, errno, "\"%s\": %s", c->path, what);
-    } else if (target_absent(c)) {
-        r = verify_target(ctx, parent, leaf, c, true);
-        if (r == 0 && linkat(AT_FDCWD, proc, parent, leaf, AT_SYMLINK_FOLLOW) < 0)
-            r = pdk_error_set(ctx->err, errno == EEXIST ? 0 : errno,
-                              errno == EEXIST ? "\"%s\": created in the workspace during the "
-                                                "commit; run it again"
-                                              : "\"%s\": cannot link the file into place",
-                              c->path);
-        if (r == 0)
-            touch_parent(ctx, c->path);
-    } else {
-        r = journal_beside(ctx);
-        for (int attempt = 0; r == 0 && attempt < 100; attempt++) {
-            temp_name(ctx, tmp, sizeof(tmp));
-            if (linkat(AT_FDCWD, proc, parent, tmp, AT_SYMLINK_FOLLOW) == 0)
-                break;
-            if (errno != EEXIST || attempt == 99)
-                r = pdk_error_set(ctx->err, errno,
-                                  "\"%s\": cannot link a temporary file next "
-                                  "to it",
-                                  c->path);
-        }
-        if (r == 0)
-            r = install_temp(ctx, parent, tmp, parent, leaf, c) < 0 ? -1 : 0;
+    for (int attempt = 0; attempt < 100; attempt++) {
+        temp_name(ctx, tmp, tmp_size);
+        if (linkat(AT_FDCWD, proc, from, tmp, AT_SYMLINK_FOLLOW) == 0)
+            return 0;
+        if (errno == EXDEV)
+            return -2;
+        if (errno != EEXIST)
+            break;
     }
-    close(keep);
-    return r;
+    return pdk_error_set(ctx->err, errno, "\"%s\": cannot link a temporary file", c->path);
 }
 
+/* The content of a file goes to an unnamed O_TMPFILE in its real directory (so that its
+ * inode is the workspace's, where the filesystem places it), linked straight into place
+ * when the file is new: no name but its own, ever. A file it replaces is renamed over
+ * from a temporary name in the session's directory (on the workspace's mount), else
+ * beside it after the journal. Without O_TMPFILE, a named temporary file there. */
 static int write_file(commit_ctx *ctx, const pdk_change *c)
 {
     const char *leaf = NULL;
@@ -1039,16 +1017,57 @@ static int write_file(commit_ctx *ctx, const pdk_change *c)
     if (st.st_mode & (S_ISUID | S_ISGID))
         return pdk_error_set(ctx->err, 0, "\"%s\": the session's copy became set-id", c->path);
 
-    if (temp_dirfd(ctx, parent) != parent) {
-        char tmp[64];
-        if (named_temp_file(ctx, c, ctx->tmp_dirfd, src, &st, tmp, sizeof(tmp)) < 0)
+    char tmp[64];
+    int dst = openat(parent, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+    if (dst < 0) {
+        if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL && errno != ENOENT)
+            return pdk_error_set(ctx->err, errno, "\"%s\": cannot create a temporary file",
+                                 c->path);
+        for (;;) {
+            int from = temp_dirfd(ctx, parent);
+            if ((from == parent && journal_beside(ctx) < 0) ||
+                named_temp_file(ctx, c, from, src, &st, tmp, sizeof(tmp)) < 0)
+                return -1;
+            int r = install_temp(ctx, from, tmp, parent, leaf, c);
+            if (r != -2)
+                return r;
+            ctx->temp_beside = true; /* a rename cannot cross here after all */
+        }
+    }
+    /* linkat needs it open: fill_file closes dst, keep stays until the link is made */
+    _cleanup_close_ int keep = fcntl(dst, F_DUPFD_CLOEXEC, 0);
+    if (keep < 0) {
+        close(dst);
+        return pdk_error_set(ctx->err, errno, "\"%s\": cannot keep the temporary file", c->path);
+    }
+    const char *what = fill_file(ctx, src, &st, dst);
+    if (what)
+        return pdk_error_set(ctx->err, errno, "\"%s\": %s", c->path, what);
+    if (target_absent(c)) {
+        char proc[64];
+        snprintf(proc, sizeof(proc), "/proc/self/fd/%d", keep);
+        if (verify_target(ctx, parent, leaf, c, true) < 0)
             return -1;
-        int r = install_temp(ctx, ctx->tmp_dirfd, tmp, parent, leaf, c);
+        if (linkat(AT_FDCWD, proc, parent, leaf, AT_SYMLINK_FOLLOW) < 0)
+            return pdk_error_set(ctx->err, errno == EEXIST ? 0 : errno,
+                                 errno == EEXIST ? "\"%s\": created in the workspace during the "
+                                                   "commit; run it again"
+                                                 : "\"%s\": cannot link the file into place",
+                                 c->path);
+        touch_parent(ctx, c->path);
+        return 0;
+    }
+    for (;;) {
+        int from = temp_dirfd(ctx, parent);
+        if (from == parent && journal_beside(ctx) < 0)
+            return -1;
+        int r = link_temp(ctx, c, keep, from, tmp, sizeof(tmp));
+        if (r == 0)
+            r = install_temp(ctx, from, tmp, parent, leaf, c);
         if (r != -2)
             return r;
-        ctx->temp_beside = true; /* a rename cannot cross here after all */
+        ctx->temp_beside = true;
     }
-    return write_file_beside(ctx, c, parent, leaf, src, &st);
 }
 
 static int write_symlink(commit_ctx *ctx, const pdk_change *c)

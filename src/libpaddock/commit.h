@@ -26,15 +26,16 @@
  * Otherwise the changes are applied: deletions deepest first, then directories and files
  * parents first, then directory modes deepest first. Every file is written whole to a
  * temporary (content, mode, owner when running as root, mtime), fsync'd and renamed over
- * the target, so a crash leaves each file old or new, never torn; symlinks likewise. The
- * temporaries are made in the session's directory (session_dir/commit-tmp), never in the
- * user's tree; where that is on another mount than the workspace, a file's content goes to
- * an unnamed O_TMPFILE in its real directory, linked into place, and only a replaced file,
- * a symlink or a directory swapped in gets a name ".paddock-commit.<pid>.<n>" beside its
- * target, for the moment of the rename, after session_dir/commit-journal has named the
- * directories: a commit killed at any point leaves nothing in the workspace that the next
- * commit (pdk_commit_recover) does not remove. Every real directory touched is fsync'd at
- * the end.
+ * the target, so a crash leaves each file old or new, never torn; symlinks likewise. A
+ * file's content goes to an unnamed O_TMPFILE in its real directory: a new file is linked
+ * straight into place and never has another name; one that replaces a file is linked to a
+ * temporary name in the session's directory (session_dir/commit-tmp, where symlinks and
+ * directories swapped in are made too) and renamed over its target. Only where that
+ * directory is on another mount than the workspace does such a name go beside the target
+ * (".paddock-commit.<pid>.<n>", for the moment of the rename), after
+ * session_dir/commit-journal has named the directories. A commit killed at any point
+ * leaves nothing in the workspace that the next commit (pdk_commit_recover) does not
+ * remove. Every real directory touched is fsync'd at the end.
  * All access to the real workspace is fd-relative beneath lower_dirfd with symlinks refused
  * (openat2 RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS), and each parent directory is opened afresh
  * right before it is written, so a directory swapped for a symlink during the commit stops

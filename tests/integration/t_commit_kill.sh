@@ -2,9 +2,10 @@
 # t_commit_kill: a commit killed (SIGKILL) while it writes a large file never leaves a
 # temporary file in the real workspace, nor a torn file, and the next commit completes.
 # 25 kills, each when the file being written has reached a different share of its size
-# (seen through /proc/PID/fd of the commit: an event, not a delay). Twice: with the state dir on
-# the workspace's filesystem (temporaries in the session's directory), and on another one,
-# a tmpfs (unnamed O_TMPFILE beside the target, names journaled for the moment of a rename).
+# (seen through /proc/PID/fd of the commit: an event, not a delay). Twice: with the state
+# dir on the workspace's filesystem (a replaced file renamed from a name in the session's
+# directory), and on another one, a tmpfs (names beside the target only for the moment of a
+# rename, journaled).
 . "$(dirname "$0")/lib.sh"
 need_userns
 
