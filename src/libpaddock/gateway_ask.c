@@ -147,7 +147,7 @@ static void answered(gw_conn *c, bool allow, const char *state, const char *by, 
     c->state = ST_HEAD; /* no longer asking (conn_free would expire it) */
     json_t *o = json_pack("{s:s, s:I, s:s, s:s, s:o}", "id", c->approval_id, "conn",
                           (json_int_t)c->id, "state", state, "by", by ? by : "", "reason",
-                          reason ? json_string(reason) : json_null());
+                          pdk_display_json_string(reason));
     pdk_error err = {0};
     if (!pdk__gw_audit_required(g, "approval.answered", o, &err))
         allow = false;

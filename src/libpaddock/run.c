@@ -366,6 +366,11 @@ static int build_config(run_state *st, pdk_error *err)
             }
             continue;
         }
+        for (size_t b = 0; b < cfg->bind_count; b++)
+            if (cfg->binds[b].writable && pdk_path_is_within(cfg->binds[b].target, bare))
+                pdk_warn("filesystem.write: %s is protected (it runs outside the sandbox later) "
+                         "and stays read-only",
+                         cfg->binds[b].target);
         add_protected(st, &cfg->protect_paths, &rel, p, st->workspace, true);
     }
     if (missing.len) {
@@ -863,8 +868,7 @@ static int ask_human(run_state *st, pdk_run_report *report, pdk_error *err)
         json_object_set_new(o, "state", json_string(pdk_approval_state_name(got.state)));
         json_object_set_new(o, "by", json_string(got.answered_by ? got.answered_by : ""));
         json_object_set_new(o, "always", json_boolean(got.always));
-        json_object_set_new(o, "reason",
-                            got.answer_reason ? json_string(got.answer_reason) : json_null());
+        json_object_set_new(o, "reason", pdk_display_json_string(got.answer_reason));
         if (!approved)
             snprintf(report->message, sizeof(report->message), "denied by %s%s%s (approval %s)",
                      got.answered_by ? got.answered_by : "a human", got.answer_reason ? ": " : "",
@@ -1041,8 +1045,7 @@ static void poll_asks(evutil_socket_t fd, short what, void *arg)
             bool allow = a.state == PDK_APPROVAL_APPROVED;
             json_object_set_new(o, "by", json_string(a.answered_by ? a.answered_by : ""));
             json_object_set_new(o, "always", json_boolean(a.always));
-            json_object_set_new(o, "reason",
-                                a.answer_reason ? json_string(a.answer_reason) : json_null());
+            json_object_set_new(o, "reason", pdk_display_json_string(a.answer_reason));
             /* on the sandbox's stderr, which may be a terminal */
             _cleanup_free_ char *by = pdk_display(a.answered_by ? a.answered_by : "a human");
             _cleanup_free_ char *why = a.answer_reason ? pdk_display(a.answer_reason) : NULL;
