@@ -1,6 +1,6 @@
 /* fuzz_display.c: libFuzzer target for the escaping of text from a sandbox (display.c).
  *
- * The first byte picks the flags (keep tab, keep newline, raw backslash); the rest is the
+ * The first byte picks the flags (keep tab, keep newline, raw backslash, quote); the rest is the
  * text, any bytes. Checked: the escaped text is valid UTF-8 with no control (but a tab or
  * newline the flags keep), no DEL and no character that hides (escaping it again with raw
  * backslashes changes nothing); pdk_display_is_plain says exactly whether anything was
@@ -67,8 +67,8 @@ static void unescape(pdk_buf *out, const char *s, size_t len)
         if (++i >= len)
             abort();
         char c = s[i];
-        if (c == '\\' || c == 't' || c == 'n' || c == 'r') {
-            char v = c == 't' ? '\t' : c == 'n' ? '\n' : c == 'r' ? '\r' : '\\';
+        if (c == '\\' || c == '"' || c == 't' || c == 'n' || c == 'r') {
+            char v = c == 't' ? '\t' : c == 'n' ? '\n' : c == 'r' ? '\r' : c;
             pdk_buf_append(out, &v, 1);
         } else if (c == 'x' && i + 2 < len) {
             unsigned char v = (unsigned char)hex_digits(s + i + 1, 2);
@@ -126,8 +126,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size == 0)
         return 0;
-    unsigned flags =
-        data[0] & (PDK_DISPLAY_KEEP_TAB | PDK_DISPLAY_KEEP_NEWLINE | PDK_DISPLAY_RAW_BACKSLASH);
+    unsigned flags = data[0] & (PDK_DISPLAY_KEEP_TAB | PDK_DISPLAY_KEEP_NEWLINE |
+                                PDK_DISPLAY_RAW_BACKSLASH | PDK_DISPLAY_QUOTE);
     const char *in = (const char *)data + 1;
     size_t len = size - 1;
 
@@ -140,8 +140,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     bool same = out.len == len && memcmp(out.data, in, len) == 0;
     if (pdk_display_is_plain(in, len, flags) != same)
         abort();
-    /* nothing left to escape (the escapes' own backslashes aside) */
-    unsigned raw = flags | PDK_DISPLAY_RAW_BACKSLASH;
+    /* nothing left to escape (the escapes' own backslashes and quotes aside) */
+    unsigned raw = (flags | PDK_DISPLAY_RAW_BACKSLASH) & ~(unsigned)PDK_DISPLAY_QUOTE;
     if (!pdk_display_is_plain(out.data, out.len, raw))
         abort();
     pdk_display_escape(&twice, out.data, out.len, raw);
@@ -170,6 +170,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         json_decref(parsed);
         free(text);
         json_decref(doc);
+    }
+    /* a cut never splits a character: what it keeps reads back to that much of the input */
+    size_t cut = pdk_display_cut(in, len, (size_t)data[0]);
+    if (cut > len)
+        abort();
+    if (!(flags & PDK_DISPLAY_RAW_BACKSLASH)) {
+        pdk_buf part = {0}, back = {0};
+        pdk_display_escape(&part, in, cut, flags);
+        unescape(&back, part.data, part.len);
+        if (back.len != cut || (cut && memcmp(back.data, in, cut) != 0))
+            abort();
+        pdk_buf_free(&part);
+        pdk_buf_free(&back);
     }
     pdk_buf_free(&out);
     pdk_buf_free(&again);

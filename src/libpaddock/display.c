@@ -118,6 +118,8 @@ static bool escaped(const unsigned char *s, size_t i, size_t n, size_t len, uint
         return !(flags & PDK_DISPLAY_KEEP_NEWLINE);
     if (cp == '\\')
         return !(flags & PDK_DISPLAY_RAW_BACKSLASH);
+    if (cp == '"')
+        return flags & PDK_DISPLAY_QUOTE;
     if (is_selector(cp))
         return !visible_non_ascii(prev);
     if (is_joiner(cp)) {
@@ -144,6 +146,9 @@ static void put_escape(pdk_buf *out, uint32_t cp)
         return;
     case '\\':
         pdk_buf_puts(out, "\\\\");
+        return;
+    case '"':
+        pdk_buf_puts(out, "\\\"");
         return;
     default:
         break;
@@ -191,6 +196,18 @@ static bool walk(pdk_buf *out, const char *s, size_t len, unsigned flags)
     if (out)
         pdk_buf_append(out, s + plain_from, len - plain_from);
     return any;
+}
+
+size_t pdk_display_cut(const char *s, size_t len, size_t max_chars)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t i = 0;
+    uint32_t cp;
+    for (size_t chars = 0; i < len && chars < max_chars; chars++) {
+        size_t n = utf8_decode(u + i, len - i, &cp);
+        i += n ? n : 1;
+    }
+    return i;
 }
 
 size_t pdk_display_utf8_prefix(const char *s, size_t len)

@@ -44,12 +44,17 @@ enum {
     PDK_DISPLAY_KEEP_NEWLINE = 1 << 1,  /* a newline as it is (the output's own lines) */
     PDK_DISPLAY_RAW_BACKSLASH = 1 << 2, /* a backslash as it is (a whole message whose
                                          * parts were escaped already) */
+    PDK_DISPLAY_QUOTE = 1 << 3,         /* '"' as \" too (inside "...") */
 };
 
 /* True when code point cp (a valid one) is never written as it is: a control, a
  * bidirectional or format character, an invisible filler (see above). The joiners and
  * variation selectors that depend on their neighbours are not in it. */
 bool pdk_display_code_point_hides(uint32_t cp);
+
+/* How many bytes of s (len bytes) its first max_chars characters take (a byte that is not
+ * UTF-8 counts as one): where to cut it without cutting a character. */
+size_t pdk_display_cut(const char *s, size_t len, size_t max_chars);
 
 /* How many bytes at the start of s (len bytes) are valid UTF-8. */
 size_t pdk_display_utf8_prefix(const char *s, size_t len);

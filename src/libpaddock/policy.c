@@ -13,6 +13,8 @@
  */
 #include "policy.h"
 
+#include "display.h"
+
 #include "fsutil.h"
 #include "shell.h"
 #include "vault.h"
@@ -326,61 +328,15 @@ static void sort_diags(pdk_policy_diag *d, size_t n)
     }
 }
 
-/* Length of the UTF-8 sequence at s (at most n bytes) and its code point; 1 and the byte
- * itself for anything malformed (libyaml has validated its input, but be safe). */
-static size_t utf8_next(const unsigned char *s, size_t n, uint32_t *cp)
-{
-    size_t len = s[0] < 0x80             ? 1
-                 : (s[0] & 0xe0) == 0xc0 ? 2
-                 : (s[0] & 0xf0) == 0xe0 ? 3
-                 : (s[0] & 0xf8) == 0xf0 ? 4
-                                         : 0;
-    if (len == 0 || len > n) {
-        *cp = s[0];
-        return 1;
-    }
-    uint32_t v = len == 1 ? s[0] : s[0] & (0x7f >> len);
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xc0) != 0x80) {
-            *cp = s[0];
-            return 1;
-        }
-        v = (v << 6) | (s[i] & 0x3f);
-    }
-    *cp = v;
-    return len;
-}
-
-/* Characters that must not reach a terminal raw: controls (C0, DEL, C1), line and paragraph
- * separators, bidirectional overrides and isolates ("Trojan Source"), the BOM. */
-static bool needs_escape(uint32_t cp)
-{
-    return cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) || cp == 0x2028 || cp == 0x2029 ||
-           (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069) || cp == 0xfeff;
-}
-
-/* s quoted for a one-line message: "...", with quotes, backslashes and the characters of
- * needs_escape() escaped, and long values cut (between characters) with "...". */
+/* s quoted for a one-line message: "...", escaped as display.h says (quotes too), and long
+ * values cut (between characters) with "...". */
 static char *quote(const char *s, size_t len)
 {
-    const unsigned char *u = (const unsigned char *)s;
+    size_t shown = pdk_display_cut(s, len, MAX_SHOWN_CHARS);
     pdk_buf b = {0};
     pdk_buf_puts(&b, "\"");
-    size_t i = 0;
-    while (i < len && i < MAX_SHOWN_CHARS) {
-        uint32_t cp;
-        size_t n = utf8_next(u + i, len - i, &cp);
-        if (cp == '"' || cp == '\\')
-            pdk_buf_printf(&b, "\\%c", (char)cp);
-        else if (cp < 0x80 && needs_escape(cp))
-            pdk_buf_printf(&b, "\\x%02x", (unsigned)cp);
-        else if (needs_escape(cp))
-            pdk_buf_printf(&b, "\\u%04x", (unsigned)cp);
-        else
-            pdk_buf_append(&b, s + i, n);
-        i += n;
-    }
-    if (i < len)
+    pdk_display_escape(&b, s, shown, PDK_DISPLAY_QUOTE);
+    if (shown < len)
         pdk_buf_puts(&b, "...");
     pdk_buf_puts(&b, "\"");
     return pdk_buf_steal(&b);

@@ -56,6 +56,23 @@ static void t_backslash(void **state)
     assert_shown("a\\x1b", PDK_DISPLAY_RAW_BACKSLASH, "a\\x1b");
 }
 
+static void t_quote_and_cut(void **state)
+{
+    assert_shown("say \"hi\"", PDK_DISPLAY_QUOTE, "say \\\"hi\\\"");
+    assert_shown("say \"hi\"", 0, "say \"hi\"");
+    /* a cut counts characters, never splits one; a byte that is not UTF-8 is one */
+    assert_int_equal(pdk_display_cut("ab\xe4\xb8\xad"
+                                     "c",
+                                     6, 3),
+                     5);
+    assert_int_equal(pdk_display_cut("ab\xe4\xb8\xad"
+                                     "c",
+                                     6, 9),
+                     6);
+    assert_int_equal(pdk_display_cut("\xff\xfe", 2, 1), 1);
+    assert_int_equal(pdk_display_cut("abc", 3, 0), 0);
+}
+
 static void t_c1(void **state)
 {
     /* as a code point (U+009B, the 8-bit CSI) and as a bare byte (not UTF-8) */
@@ -200,6 +217,7 @@ int main(void)
         cmocka_unit_test(t_plain_text_unchanged),
         cmocka_unit_test(t_c0_and_del),
         cmocka_unit_test(t_backslash),
+        cmocka_unit_test(t_quote_and_cut),
         cmocka_unit_test(t_c1),
         cmocka_unit_test(t_bidi_and_invisible),
         cmocka_unit_test(t_joiners_and_selectors),

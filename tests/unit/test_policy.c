@@ -987,7 +987,7 @@ static void test_nul_and_escapes(void **state)
                     NAME ":4:8: env.set.X: \"a\\x00b\" contains a NUL character");
     /* Control, separator and bidi characters are escaped in messages; long keys are cut. */
     assert_one_diag("version: 1\n\"a\\tb\\u2028c\\u202ed\": 1\n",
-                    NAME ":2:1: unknown key \"a\\x09b\\u2028c\\u202ed\" at the top level (known "
+                    NAME ":2:1: unknown key \"a\\tb\\u2028c\\u202ed\" at the top level (known "
                          "keys: version, filesystem, env, limits, landlock, sandbox, commands, "
                          "approvals, network, credentials)");
     pdk_buf text = {0};
