@@ -4,13 +4,19 @@
 
 #include "../libpaddock/approvals.h"
 #include "../libpaddock/display.h"
+#include "../libpaddock/log.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -21,7 +27,9 @@ static const char approvals_usage[] =
     "parents), what (argv, cwd) and which rule. Answer with paddock approve ID or paddock\n"
     "deny ID.\n"
     "\n"
-    "  --watch     keep printing new requests as they come (until interrupted)\n"
+    "  --watch     keep printing new requests as they come, and what running sessions have\n"
+    "              refused (execs, requests) and warned about, as it happens (until\n"
+    "              interrupted); with --json, a refusal is {\"notice\": KIND, ...}\n"
     "  --all       the answered and expired ones too\n"
     "  --json      one JSON object a line\n"
     "  -h, --help  show this help\n";
@@ -118,6 +126,116 @@ static int print_request(const pdk_approval *a, void *arg)
     return 0;
 }
 
+/* --watch: the notice file (log.h), followed as it grows: what running sessions refuse and
+ * warn about (their approvals come from the store, in full). */
+typedef struct notice_watch {
+    char *dir;
+    int inotify_fd;
+    int fd;          /* the notice file as last opened (-1: none yet) */
+    ino_t inode;     /* of fd */
+    pdk_buf partial; /* a line not ended yet */
+    bool json;
+} notice_watch;
+
+static void print_notice_line(const notice_watch *nw, const char *line)
+{
+    pdk_notice_line n;
+    if (pdk_notice_line_parse(line, &n) < 0 || strcmp(n.kind, "approval") == 0)
+        return;
+    /* written escaped by paddock (its own backslashes kept); escaped again should anything
+     * else have got in */
+    _cleanup_free_ char *shown = pdk_display_message(n.text);
+    if (nw->json) {
+        json_t *o = json_pack("{s:s, s:s, s:s, s:o}", "notice", n.kind, "time", n.time, "session",
+                              n.session, "text", pdk_display_json_string(shown));
+        pdk_cli_print_json_line(stdout, o);
+    } else
+        printf("%s  session %s  %s\n", n.time, n.session, shown);
+    fflush(stdout);
+}
+
+/* Print what fd holds past its offset, line by line. */
+static void read_notices(notice_watch *nw)
+{
+    char buf[8192];
+    ssize_t n;
+    while ((n = read(nw->fd, buf, sizeof(buf))) > 0) {
+        for (ssize_t i = 0; i < n; i++) {
+            if (buf[i] != '\n') {
+                if (nw->partial.len < 65536)
+                    pdk_buf_append(&nw->partial, &buf[i], 1);
+                continue;
+            }
+            if (nw->partial.len)
+                print_notice_line(nw, nw->partial.data);
+            nw->partial.len = 0;
+        }
+    }
+}
+
+/* Follow the file: what the open one got since, and a new one (made, or after a rotation)
+ * from its start. */
+static void follow_notices(notice_watch *nw, bool from_end)
+{
+    if (nw->fd >= 0)
+        read_notices(nw);
+    _cleanup_close_ int dirfd = open(nw->dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    struct stat sb;
+    if (dirfd < 0 || fstatat(dirfd, PDK_NOTICES_FILE, &sb, AT_SYMLINK_NOFOLLOW) < 0 ||
+        !S_ISREG(sb.st_mode) || (nw->fd >= 0 && sb.st_ino == nw->inode))
+        return;
+    int fd = openat(dirfd, PDK_NOTICES_FILE, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    if (nw->fd >= 0)
+        close(nw->fd);
+    nw->fd = fd;
+    nw->inode = fstat(fd, &sb) == 0 ? sb.st_ino : 0;
+    nw->partial.len = 0;
+    if (from_end)
+        (void)lseek(fd, 0, SEEK_END);
+    read_notices(nw);
+}
+
+static int notice_watch_start(notice_watch *nw, bool json, pdk_error *err)
+{
+    *nw = (notice_watch){.json = json, .inotify_fd = -1, .fd = -1};
+    _cleanup_free_ char *state = NULL;
+    if (pdk_cli_state_dir(true, &state, err) < 0)
+        return -1;
+    nw->dir = pdk_notices_dir(state);
+    if (mkdir(nw->dir, 0700) < 0 && errno != EEXIST)
+        return pdk_error_set(err, errno, "cannot make %s", nw->dir);
+    nw->inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    if (nw->inotify_fd < 0 ||
+        inotify_add_watch(nw->inotify_fd, nw->dir, IN_CREATE | IN_MODIFY | IN_MOVED_TO) < 0)
+        return pdk_error_set(err, errno, "cannot watch %s", nw->dir);
+    follow_notices(nw, true); /* what is there already was shown as it happened */
+    return 0;
+}
+
+/* Until the notice file changes, or timeout_ms; then what it got. */
+static void notice_watch_wait(notice_watch *nw, int timeout_ms)
+{
+    struct pollfd p = {.fd = nw->inotify_fd, .events = POLLIN};
+    if (poll(&p, 1, timeout_ms) > 0) {
+        char events[4096];
+        while (read(nw->inotify_fd, events, sizeof(events)) > 0)
+            ;
+    }
+    follow_notices(nw, false);
+}
+
+static void notice_watch_free(notice_watch *nw)
+{
+    pdk_buf_free(&nw->partial);
+    free(nw->dir);
+    if (nw->inotify_fd >= 0)
+        close(nw->inotify_fd);
+    if (nw->fd >= 0)
+        close(nw->fd);
+}
+
 int pdk_cmd_approvals(int argc, char **argv)
 {
     static const struct option options[] = {{"watch", no_argument, NULL, 'w'},
@@ -155,16 +273,23 @@ int pdk_cmd_approvals(int argc, char **argv)
     if (r != PDK_EXIT_OK)
         return r;
     pdk_error err = {0};
+    notice_watch nw = {.inotify_fd = -1, .fd = -1};
+    if (watch && notice_watch_start(&nw, ls.json, &err) < 0) {
+        notice_watch_free(&nw);
+        pdk_store_close(store);
+        return pdk_cli_fail(&err, PDK_EXIT_FAILED);
+    }
     for (;;) {
         if (pdk_approval_each(store, !all, print_request, &ls, &err) < 0) {
+            notice_watch_free(&nw);
             pdk_store_close(store);
             return pdk_cli_fail(&err, PDK_EXIT_FAILED);
         }
         if (!watch)
             break;
-        struct timespec pause = {0, 200 * 1000 * 1000};
-        nanosleep(&pause, NULL);
+        notice_watch_wait(&nw, 200); /* the store is asked again every 200 ms */
     }
+    notice_watch_free(&nw);
     if (!ls.json && ls.shown == 0)
         printf("no approval request is waiting\n");
     pdk_store_close(store);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char usage[] =
     "usage: paddock run [OPTIONS] -- CMD [ARG...]\n"
@@ -26,13 +27,47 @@ static const char usage[] =
     "  --session NAME           name the session; an existing one is continued\n"
     "  --timeout SECONDS        kill the command after SECONDS (overrides the policy)\n"
     "  --tty                    give the command its own pty (default: no terminal)\n"
+    "  --quiet                  print none of paddock's messages while the command runs\n"
+    "                           (they are in the audit log, and counted at the end)\n"
     "  --pass-fd N              keep fd N open for the command (repeatable)\n"
     "  --allow-degraded         run even when Landlock or cgroups fall short of the policy\n"
     "  --json                   print the final report as one JSON line on stderr\n"
     "  -h, --help               show this help\n"
     "\n"
+    "While the command runs, paddock's messages (refusals, approvals asked, warnings) go to\n"
+    "stderr; when the command owns the terminal (--tty, or stdin, stdout and stderr are a\n"
+    "terminal) they go to a notice file instead, which 'paddock approvals --watch' follows,\n"
+    "and a summary is printed at the end.\n"
+    "\n"
     "exit status: the command's own; 125 paddock failed; 126 cannot execute;\n"
     "127 not found; 128+N killed by signal N (a timeout kills with SIGKILL: 137).\n";
+
+/* "3 execs refused" and the like, joined. */
+static void add_count(pdk_buf *b, uint64_t n, const char *one, const char *many)
+{
+    if (n)
+        pdk_buf_printf(b, "%s%llu %s", b->len ? ", " : "", (unsigned long long)n,
+                       n == 1 ? one : many);
+}
+
+/* At the end: what was refused and asked while the command ran, when some of it was not
+ * printed as it came (refused execs are told to the process, not on paddock's stderr). */
+static void print_notice_summary(const pdk_run_report *report)
+{
+    const pdk_notice_counts *n = &report->notices;
+    bool aside = report->notice_route != PDK_NOTICES_STDERR;
+    if (!(n->execs_refused || n->requests_refused || (aside && (n->held || n->quiet))))
+        return;
+    pdk_buf b = {0};
+    add_count(&b, n->execs_refused, "exec refused", "execs refused");
+    add_count(&b, n->requests_refused, "request refused", "requests refused");
+    add_count(&b, n->approvals, "approval asked", "approvals asked");
+    add_count(&b, n->warnings, "warning", "warnings");
+    add_count(&b, n->quiet, "quiet refusal", "quiet refusals");
+    fprintf(stderr, "paddock: while it ran: %s; see them with: paddock audit --session %s\n",
+            b.data, report->session_id ? report->session_id : "ID");
+    pdk_buf_free(&b);
+}
 
 static int run_usage_error(const char *msg, const char *arg)
 {
@@ -53,7 +88,8 @@ int pdk_cmd_run(int argc, char **argv)
         OPT_PASS_FD,
         OPT_DEGRADED,
         OPT_JSON,
-        OPT_PROFILE
+        OPT_PROFILE,
+        OPT_QUIET
     };
     static const struct option options[] = {
         {"policy", required_argument, NULL, OPT_POLICY},
@@ -66,11 +102,12 @@ int pdk_cmd_run(int argc, char **argv)
         {"allow-degraded", no_argument, NULL, OPT_DEGRADED},
         {"json", no_argument, NULL, OPT_JSON},
         {"profile", required_argument, NULL, OPT_PROFILE},
+        {"quiet", no_argument, NULL, OPT_QUIET},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     pdk_run_options opt = {.timeout_seconds = -1, .workspace_mode = PDK_WORKSPACE_OVERLAY};
-    bool json = false;
+    bool json = false, quiet = false;
     _cleanup_free_ int *pass_fds = NULL;
     opterr = 0;
     int c;
@@ -117,6 +154,9 @@ int pdk_cmd_run(int argc, char **argv)
         case OPT_JSON:
             json = true;
             break;
+        case OPT_QUIET:
+            quiet = true;
+            break;
         case OPT_PROFILE: {
             bool known = false;
             for (size_t i = 0; pdk_run_profiles[i]; i++)
@@ -140,6 +180,13 @@ int pdk_cmd_run(int argc, char **argv)
         return run_usage_error("no command given: paddock run [OPTIONS] -- CMD [ARG...]", NULL);
     opt.argv = argv + optind;
     opt.pass_fds = pass_fds;
+    /* The command owns the terminal paddock would print on: a TUI draws there. */
+    if (quiet)
+        opt.notices = PDK_NOTICES_QUIET;
+    else if (isatty(STDERR_FILENO) && (opt.tty || (isatty(STDIN_FILENO) && isatty(STDOUT_FILENO))))
+        opt.notices = PDK_NOTICES_ASIDE;
+    else
+        opt.notices = PDK_NOTICES_STDERR;
 
     pdk_run_report report;
     pdk_error err = {0};
@@ -153,6 +200,9 @@ int pdk_cmd_run(int argc, char **argv)
     }
     if (report.message[0])
         pdk_cli_message("%s", report.message);
+    if (report.hint[0])
+        pdk_cli_message("%s", report.hint);
+    print_notice_summary(&report);
     if (report.timed_out)
         fprintf(stderr, "paddock: timeout after %llds: the command was killed\n",
                 (long long)report.timeout_seconds);
@@ -173,6 +223,15 @@ int pdk_cmd_run(int argc, char **argv)
         json_object_set_new(
             j, "workspace_mode",
             json_string(report.workspace_mode == PDK_WORKSPACE_DIRECT ? "direct" : "overlay"));
+        const pdk_notice_counts *n = &report.notices;
+        json_object_set_new(j, "notices",
+                            json_pack("{s:I, s:I, s:I, s:I, s:I}", "execs_refused",
+                                      (json_int_t)n->execs_refused, "requests_refused",
+                                      (json_int_t)n->requests_refused, "approvals",
+                                      (json_int_t)n->approvals, "warnings", (json_int_t)n->warnings,
+                                      "quiet", (json_int_t)n->quiet));
+        if (report.hint[0])
+            json_object_set_new(j, "hint", json_string(report.hint));
         if (report.message[0])
             json_object_set_new(j, "error", pdk_display_json_string(report.message));
         pdk_cli_print_json_line(stderr, j);

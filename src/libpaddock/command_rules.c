@@ -134,6 +134,7 @@ void pdk_command_rules_add(pdk_command_rules *rules, char *const *const *tokens,
         r->tokens[i].alternatives = pdk_strv_copy(tokens[i]);
     r->decision = decision;
     r->reason = reason ? xstrdup(reason) : NULL;
+    r->quiet = false;
 }
 
 void pdk_command_rules_free(pdk_command_rules *rules)

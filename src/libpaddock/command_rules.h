@@ -42,6 +42,7 @@ typedef struct pdk_command_rule {
     size_t token_count;
     pdk_decision decision;
     char *reason; /* may be NULL */
+    bool quiet;   /* a deny rule whose refusals are recorded, not shown (set after _add) */
 } pdk_command_rule;
 
 typedef struct pdk_command_rule_index pdk_command_rule_index;

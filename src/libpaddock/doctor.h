@@ -4,6 +4,7 @@
 #ifndef PADDOCK_DOCTOR_H
 #define PADDOCK_DOCTOR_H
 
+#include "error.h"
 #include "util.h"
 
 typedef enum pdk_check_status {
@@ -20,13 +21,31 @@ typedef struct pdk_check {
     int value;        /* a number where one applies (the Landlock ABI); else -1 */
 } pdk_check;
 
+/* A PATH entry, and whether the sandbox sees it (visibility.h). */
+typedef struct pdk_path_entry {
+    char *dir;    /* as written in PATH ("" is the current directory) */
+    bool exists;  /* a directory on the host */
+    bool seen;    /* commands there resolve inside as on the host */
+    char *why;    /* when not: why not */
+    char *advice; /* ... and what to do */
+} pdk_path_entry;
+
 typedef struct pdk_doctor_report {
     pdk_check checks[16];
     size_t count;
-    bool ok; /* no FAIL */
+    bool ok;              /* no FAIL */
+    pdk_path_entry *path; /* the PATH a sandbox of the policy gets, entry by entry */
+    size_t path_count;
 } pdk_doctor_report;
 
-void pdk_doctor_run(pdk_doctor_report *report);
+typedef struct pdk_doctor_options {
+    const char *policy_path; /* NULL: the built-in default */
+} pdk_doctor_options;
+
+/* Every probe, and the PATH a sandbox of the policy gets (in the current directory as its
+ * workspace). -1 with err only when the policy cannot be loaded. */
+int pdk_doctor_run(pdk_doctor_report *report, const pdk_doctor_options *options, pdk_error *err);
+void pdk_doctor_report_free(pdk_doctor_report *report);
 const char *pdk_check_status_name(pdk_check_status status);
 
 #endif

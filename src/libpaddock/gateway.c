@@ -215,6 +215,36 @@ json_t *pdk__gw_done_event(gw_conn *c)
     return ev;
 }
 
+bool pdk__gw_refusal_quiet(gw_conn *c)
+{
+    const pdk_net_rules *rules = &c->g->policy->network;
+    if (!c->host)
+        return false;
+    /* Judged again: a refusal may come before the rules (a placeholder toward the host),
+     * when the connection's verdict is still the last request's. */
+    bool connect = !c->req || !c->req->method || c->req->method_id == HTTP_CONNECT;
+    pdk_net_request nr = {.scheme = c->req ? c->req->scheme : NULL,
+                          .host = c->host,
+                          .port = c->port,
+                          .method = connect ? NULL : c->req->method,
+                          .path = connect ? NULL : c->path};
+    pdk_net_verdict v;
+    pdk_net_rules_judge(c->g->rules, &nr, &v);
+    return v.rule >= 0 && (size_t)v.rule < rules->count &&
+           rules->rules[v.rule].decision == PDK_DECISION_DENY && rules->rules[v.rule].quiet;
+}
+
+char *pdk__gw_request_line(gw_conn *c)
+{
+    const char *method = c->req && c->req->method ? c->req->method : "";
+    if (!*method || strcmp(method, "CONNECT") == 0)
+        return xasprintf("%s%s:%u", *method ? "CONNECT " : "a connection to ",
+                         c->host ? c->host : "?", (unsigned)c->port);
+    const char *scheme = c->req->scheme ? c->req->scheme : c->tls_client ? "https" : "http";
+    return xasprintf("%s %s://%s:%u%s", method, scheme, c->host ? c->host : "?", (unsigned)c->port,
+                     c->path ? c->path : "");
+}
+
 /* Refuse what the client asked for: 403 for an HTTP request, closing for a connection that
  * is not HTTP; recorded. */
 void pdk__gw_refuse(gw_conn *c, int status, const char *status_text, const char *reason)
@@ -222,6 +252,13 @@ void pdk__gw_refuse(gw_conn *c, int status, const char *status_text, const char 
     pdk_gateway *g = c->g;
     g->stats.denied++;
     _cleanup_free_ char *how = pdk_policy_describe_net_rule(g->policy, c->verdict.rule);
+    if (!c->refusal_noticed) {
+        _cleanup_free_ char *what = pdk__gw_request_line(c);
+        pdk_notice(PDK_NOTICE_REQUEST_REFUSED, pdk__gw_refusal_quiet(c) ? PDK_NOTICE_QUIET : 0,
+                   "refused: %s (%d): %s (%s)", what, status, reason ? reason : c->verdict.reason,
+                   how);
+    }
+    c->refusal_noticed = false;
     json_t *ev = pdk__gw_request_event(c, how);
     json_object_set_new(ev, "status", json_integer(status));
     if (reason)

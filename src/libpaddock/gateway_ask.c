@@ -125,7 +125,8 @@ void pdk__gw_ask(gw_conn *c, const char *how)
     }
     _cleanup_free_ char *method_shown = pdk_display(c->req->method);
     _cleanup_free_ char *url_shown = pdk_display(url);
-    pdk_notice("approval %s: %s %s needs a human (%s: %s); answer with paddock approve %s, or "
+    pdk_notice(PDK_NOTICE_APPROVAL, PDK_NOTICE_PRINT,
+               "approval %s: %s %s needs a human (%s: %s); answer with paddock approve %s, or "
                "paddock deny %s",
                a.id, method_shown, url_shown, how, c->verdict.reason, a.id, a.id);
     snprintf(c->approval_id, sizeof(c->approval_id), "%s", a.id);
@@ -145,9 +146,9 @@ static void answered(gw_conn *c, bool allow, const char *state, const char *by, 
     pdk_gateway *g = c->g;
     g->asking--;
     c->state = ST_HEAD; /* no longer asking (conn_free would expire it) */
-    json_t *o = json_pack("{s:s, s:I, s:s, s:s, s:o}", "id", c->approval_id, "conn",
-                          (json_int_t)c->id, "state", state, "by", by ? by : "", "reason",
-                          pdk_display_json_string(reason));
+    json_t *o =
+        json_pack("{s:s, s:I, s:s, s:s, s:o}", "id", c->approval_id, "conn", (json_int_t)c->id,
+                  "state", state, "by", by ? by : "", "reason", pdk_display_json_string(reason));
     pdk_error err = {0};
     if (!pdk__gw_audit_required(g, "approval.answered", o, &err))
         allow = false;

@@ -9,6 +9,8 @@
  */
 #include "gateway_internal.h"
 
+#include "display.h"
+
 int pdk__gw_credentials_copy(pdk_gateway *g, const pdk_gateway_config *cfg, pdk_error *err)
 {
     g->credential_count = cfg->credential_count;
@@ -61,9 +63,13 @@ static void refuse_exfiltration(gw_conn *c, const pdk_gateway_credential *gc, co
     json_object_set_new(ev, "credential", json_string(gc->policy->name));
     json_object_set_new(ev, "found_in", json_string(where));
     pdk__gw_audit(c->g, "credential.exfiltration", ev);
-    pdk_notice("blocked: a request to %s carried the placeholder of credential %s (in its %s), "
+    _cleanup_free_ char *host_shown = pdk_display(c->host);
+    pdk_notice(PDK_NOTICE_REQUEST_REFUSED,
+               PDK_NOTICE_PRINT | (pdk__gw_refusal_quiet(c) ? PDK_NOTICE_QUIET : 0),
+               "blocked: a request to %s carried the placeholder of credential %s (in its %s), "
                "which is bound to other hosts",
-               c->host, gc->policy->name, where);
+               host_shown, gc->policy->name, where);
+    c->refusal_noticed = true;
     c->verdict.decision = PDK_DECISION_DENY;
     _cleanup_free_ char *why =
         xasprintf("the request carries the placeholder of credential %s, which may only go "

@@ -177,6 +177,7 @@ struct gw_conn {
     bool client_eof, upstream_eof;
     /* DNS over TCP */
     bool dns_tcp;
+    bool refusal_noticed; /* the coming refusal's notice is given already */
 };
 
 /* Whether the connection's destination is fixed (captured, or an intercepted CONNECT):
@@ -197,6 +198,11 @@ bool pdk__gw_audit_required(pdk_gateway *g, const char *kind, json_t *o, pdk_err
 json_t *pdk__gw_request_event(gw_conn *c, const char *decided_by);
 /* The same with what a finished request or tunnel carried: bytes each way, duration. */
 json_t *pdk__gw_done_event(gw_conn *c);
+/* Whether a refusal of the current request is quiet: the network rule that denies it (or
+ * would, for a refusal made before the rules) says `quiet: true`. */
+bool pdk__gw_refusal_quiet(gw_conn *c);
+/* The current request as one line for a notice: "GET https://host/path" (new string). */
+char *pdk__gw_request_line(gw_conn *c);
 /* Refuse the current request (status, reason) or end a connection that is not HTTP. */
 void pdk__gw_refuse(gw_conn *c, int status, const char *status_text, const char *reason);
 /* The current request may go on: recorded, then sent upstream. */

@@ -140,48 +140,72 @@ static int add_ports(int ruleset, const uint16_t *ports, size_t count, uint64_t 
     return 0;
 }
 
-int pdk_landlock_build(const pdk_landlock_spec *spec, const char **what)
+static int add_path_rules(int ruleset, const pdk_landlock_spec *spec, uint64_t handled,
+                          const char **what)
 {
-    int abi = spec->abi;
-    uint64_t handled = fs_rights_for(abi);
-    struct ll_ruleset_attr attr = {.handled_access_fs = handled};
-    size_t attr_size = 8;
-    if (abi >= 4 && (spec->restrict_tcp_bind || spec->restrict_tcp_connect)) {
-        if (spec->restrict_tcp_bind)
-            attr.handled_access_net |= LL_NET_BIND_TCP;
-        if (spec->restrict_tcp_connect)
-            attr.handled_access_net |= LL_NET_CONNECT_TCP;
-        attr_size = 16;
-    }
-    if (abi >= 6) {
-        attr.scoped = LL_SCOPE_ABSTRACT_UNIX_SOCKET | LL_SCOPE_SIGNAL;
-        attr_size = 24;
-    }
-    int ruleset = (int)syscall(__NR_landlock_create_ruleset, &attr, attr_size, 0);
-    if (ruleset < 0) {
-        *what = "landlock_create_ruleset";
-        return -1;
-    }
     const uint64_t read = LL_FS_EXECUTE | LL_FS_READ_FILE | LL_FS_READ_DIR;
     const uint64_t device = read | LL_FS_WRITE_FILE | LL_FS_TRUNCATE | LL_FS_IOCTL_DEV;
     for (size_t i = 0; spec->read_paths && spec->read_paths[i]; i++) {
         if (add_path(ruleset, spec->read_paths[i], read, handled) < 0) {
             *what = "landlock_add_rule (read)";
-            goto fail;
+            return -1;
         }
     }
     for (size_t i = 0; spec->write_paths && spec->write_paths[i]; i++) {
         if (add_path(ruleset, spec->write_paths[i], handled & ~LL_FS_IOCTL_DEV, handled) < 0) {
             *what = "landlock_add_rule (write)";
-            goto fail;
+            return -1;
         }
     }
     for (size_t i = 0; spec->device_paths && spec->device_paths[i]; i++) {
         if (add_path(ruleset, spec->device_paths[i], device, handled) < 0) {
             *what = "landlock_add_rule (devices)";
-            goto fail;
+            return -1;
         }
     }
+    return 0;
+}
+
+static void ruleset_attr_for(const pdk_landlock_spec *spec, struct ll_ruleset_attr *attr,
+                             size_t *attr_size)
+{
+    int abi = spec->abi;
+    memset(attr, 0, sizeof(*attr));
+    attr->handled_access_fs = spec->without_filesystem ? 0 : fs_rights_for(abi);
+    *attr_size = 8;
+    if (abi >= 4 && (spec->restrict_tcp_bind || spec->restrict_tcp_connect)) {
+        if (spec->restrict_tcp_bind)
+            attr->handled_access_net |= LL_NET_BIND_TCP;
+        if (spec->restrict_tcp_connect)
+            attr->handled_access_net |= LL_NET_CONNECT_TCP;
+        *attr_size = 16;
+    }
+    if (abi >= 6) {
+        attr->scoped = LL_SCOPE_ABSTRACT_UNIX_SOCKET | LL_SCOPE_SIGNAL;
+        *attr_size = 24;
+    }
+}
+
+bool pdk_landlock_spec_restricts(const pdk_landlock_spec *spec)
+{
+    struct ll_ruleset_attr attr;
+    size_t attr_size;
+    ruleset_attr_for(spec, &attr, &attr_size);
+    return attr.handled_access_fs || attr.handled_access_net || attr.scoped;
+}
+
+int pdk_landlock_build(const pdk_landlock_spec *spec, const char **what)
+{
+    struct ll_ruleset_attr attr;
+    size_t attr_size;
+    ruleset_attr_for(spec, &attr, &attr_size);
+    int ruleset = (int)syscall(__NR_landlock_create_ruleset, &attr, attr_size, 0);
+    if (ruleset < 0) {
+        *what = "landlock_create_ruleset";
+        return -1;
+    }
+    if (attr.handled_access_fs && add_path_rules(ruleset, spec, attr.handled_access_fs, what) < 0)
+        goto fail;
     if (attr.handled_access_net & LL_NET_BIND_TCP) {
         if (add_ports(ruleset, spec->tcp_bind, spec->tcp_bind_count, LL_NET_BIND_TCP) < 0) {
             *what = "landlock_add_rule (tcp bind)";

@@ -24,6 +24,9 @@ int pdk_landlock_check_abi(int abi, int min_abi, bool allow_degraded, pdk_error 
 
 typedef struct pdk_landlock_spec {
     int abi;
+    /* No filesystem rights handled (the paths below are ignored): Landlock refuses every
+     * mount(2) to a process whose domain handles any, and a nested sandbox must mount. */
+    bool without_filesystem;
     char **read_paths;   /* read + execute beneath */
     char **write_paths;  /* full access beneath */
     char **device_paths; /* read, write, truncate, ioctl on devices beneath */
@@ -34,6 +37,10 @@ typedef struct pdk_landlock_spec {
     const uint16_t *tcp_connect;
     size_t tcp_connect_count;
 } pdk_landlock_spec;
+
+/* Whether spec handles anything at all on this ABI (a ruleset that handles nothing cannot
+ * be made: without_filesystem below ABI 6 and without TCP rules). */
+bool pdk_landlock_spec_restricts(const pdk_landlock_spec *spec);
 
 /* Build a ruleset fd from spec (paths must exist; missing ones are skipped). Returns the
  * fd or -1 with errno and *what set. Sandbox side, after the mounts are final. */

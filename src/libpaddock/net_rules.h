@@ -37,6 +37,7 @@ typedef struct pdk_net_rule {
     char *path;     /* glob; NULL: any */
     pdk_decision decision;
     char *reason; /* may be NULL */
+    bool quiet;   /* a deny rule whose refusals are recorded, not shown */
 } pdk_net_rule;
 
 /* An upstream override: connections for host:port go to to_host:to_port instead (tests,

@@ -1272,9 +1272,28 @@ static void handle_commands_default(parse_state *st, const char *field, yaml_nod
     parse_decision(st, field, n, &st->policy->commands.default_decision);
 }
 
+/* A rule's "quiet": true only on a deny rule (a refusal it decides is recorded, not shown);
+ * an ask must reach a human. */
+static bool parse_quiet(parse_state *st, const char *field, yaml_node_t *n, bool decided,
+                        pdk_decision decision, bool *out)
+{
+    _cleanup_free_ char *qfield = xasprintf("%s.quiet", field);
+    if (!parse_bool(st, qfield, n, out))
+        return false;
+    if (*out && decided && decision != PDK_DECISION_DENY) {
+        diag_node(st, n,
+                  "%s: quiet is for deny rules (their refusals are recorded and not shown; a "
+                  "rule that lets something through or asks a human is never quiet)",
+                  qfield);
+        return false;
+    }
+    return true;
+}
+
 static void command_rule(parse_state *st, const char *field, yaml_node_t *n)
 {
-    static const key_spec keys[] = {{"match", NULL}, {"decision", NULL}, {"reason", NULL}};
+    static const key_spec keys[] = {
+        {"match", NULL}, {"decision", NULL}, {"reason", NULL}, {"quiet", NULL}};
     yaml_node_t *values[PDK_ARRAY_SIZE(keys)];
     if (!mapping_values(st, field, n, keys, PDK_ARRAY_SIZE(keys), values))
         return;
@@ -1291,10 +1310,14 @@ static void command_rule(parse_state *st, const char *field, yaml_node_t *n)
     pdk_decision d = PDK_DECISION_ALLOW;
     _cleanup_free_ char *dfield = xasprintf("%s.decision", field);
     _cleanup_free_ char *rfield = xasprintf("%s.reason", field);
-    if (decision && !parse_decision(st, dfield, decision, &d))
+    bool decided = decision && parse_decision(st, dfield, decision, &d);
+    if (decision && !decided)
         ok = false;
     const char *why = NULL;
     if (reason && !(why = scalar_text(st, rfield, reason, "a reason (one line of text)")))
+        ok = false;
+    bool quiet = false;
+    if (values[3] && !parse_quiet(st, field, values[3], decided, d, &quiet))
         ok = false;
     char ***tokens = NULL;
     size_t ntokens = 0;
@@ -1325,6 +1348,7 @@ static void command_rule(parse_state *st, const char *field, yaml_node_t *n)
     if (ok) {
         pdk_command_rules *rules = &st->policy->commands;
         pdk_command_rules_add(rules, (char *const *const *)tokens, ntokens, d, why);
+        rules->rules[rules->count - 1].quiet = quiet;
         st->policy->rule_lines =
             xrealloc(st->policy->rule_lines, rules->count * sizeof(*st->policy->rule_lines));
         st->policy->rule_lines[rules->count - 1] = clamp_int(n->start_mark.line + 1);
@@ -1607,7 +1631,7 @@ static void network_rule(parse_state *st, const char *field, yaml_node_t *n)
 {
     static const key_spec keys[] = {{"host", NULL},    {"port", NULL}, {"scheme", NULL},
                                     {"methods", NULL}, {"path", NULL}, {"decision", NULL},
-                                    {"reason", NULL}};
+                                    {"reason", NULL},  {"quiet", NULL}};
     yaml_node_t *v[PDK_ARRAY_SIZE(keys)];
     if (!mapping_values(st, field, n, keys, PDK_ARRAY_SIZE(keys), v))
         return;
@@ -1653,10 +1677,11 @@ static void network_rule(parse_state *st, const char *field, yaml_node_t *n)
             r.path = xstrdup(path);
         }
     }
+    bool decided = false;
     if (!v[5]) {
         diag_node(st, n, "%s: a rule needs \"decision\" (allow, ask or deny)", field);
         ok = false;
-    } else if (!parse_decision(st, fd, v[5], &r.decision)) {
+    } else if (!(decided = parse_decision(st, fd, v[5], &r.decision))) {
         ok = false;
     } else if (r.decision == PDK_DECISION_CONFINE) {
         diag_node(st, v[5], "%s: confine is a decision for commands (use allow, ask or deny)", fd);
@@ -1666,6 +1691,8 @@ static void network_rule(parse_state *st, const char *field, yaml_node_t *n)
     if (v[6] && !(why = scalar_text(st, fr, v[6], "a reason (one line of text)")))
         ok = false;
     r.reason = why ? xstrdup(why) : NULL;
+    if (v[7] && !parse_quiet(st, field, v[7], decided, r.decision, &r.quiet))
+        ok = false;
     pdk_net_rules *rules = &st->policy->network;
     if (!ok) {
         pdk_net_rule_clear(&r);

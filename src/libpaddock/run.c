@@ -16,6 +16,7 @@
 #include "redact.h"
 #include "sandbox.h"
 #include "vault.h"
+#include "visibility.h"
 #include "statedir.h"
 
 #include <errno.h>
@@ -30,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -120,35 +122,6 @@ static char **homes_of(const run_state *st)
     if (pw && !pdk_strv_contains(homes, pw))
         pdk_strv_push(&homes, pw);
     return homes;
-}
-
-static bool is_credential_location(const run_state *st, const char *path)
-{
-    char **homes = st->homes;
-    for (size_t h = 0; homes[h]; h++) {
-        for (size_t i = 0; pdk_builtin_hidden_home[i]; i++) {
-            _cleanup_free_ char *hidden = pdk_path_join(homes[h], pdk_builtin_hidden_home[i]);
-            if (pdk_path_is_within(path, hidden))
-                return true;
-        }
-    }
-    for (size_t i = 0; st->policy->read_deny && st->policy->read_deny[i]; i++)
-        if (pdk_path_is_within(path, st->policy->read_deny[i]))
-            return true;
-    return pdk_path_is_within(path, st->state_dir);
-}
-
-/* Hide path, and also where it really is when it exists through a symlink (only then is
- * realpath, a walk of every component, worth its cost). */
-static void add_hidden(char ***list, const char *path)
-{
-    pdk_strv_push(list, path);
-    struct stat sb;
-    if (lstat(path, &sb) < 0)
-        return;
-    char real[PATH_MAX];
-    if (realpath(path, real) && strcmp(real, path) != 0)
-        pdk_strv_push(list, real);
 }
 
 static int resolve_workspace(run_state *st, pdk_error *err)
@@ -289,11 +262,18 @@ static int build_config(run_state *st, pdk_error *err)
     _cleanup_free_ char *cwd = getcwd(NULL, 0);
     cfg->cwd = xstrdup(cwd && pdk_path_is_within(cwd, st->workspace) ? cwd : st->workspace);
 
+    /* Hidden: the credential list, read_deny, the state dir (also where they really are,
+     * when they are symlinks). */
+    cfg->hide_paths = pdk_hidden_paths(st->homes, pol, st->state_dir);
+
     /* Binds: what the policy grants, minus credential locations listed by mistake. */
     for (int pass = 0; pass < 2; pass++) {
         char **list = pass == 0 ? pol->read_allow : pol->write;
         for (size_t i = 0; list && list[i]; i++) {
-            if (is_credential_location(st, list[i])) {
+            bool hidden = false;
+            for (size_t h = 0; cfg->hide_paths[h] && !hidden; h++)
+                hidden = pdk_path_is_within(list[i], cfg->hide_paths[h]);
+            if (hidden) {
                 pdk_warn("%s is a credential location and stays hidden (remove it from the "
                          "policy's filesystem.%s)",
                          list[i], pass == 0 ? "read_allow" : "write");
@@ -312,19 +292,6 @@ static int build_config(run_state *st, pdk_error *err)
             b->writable = pass == 1;
         }
     }
-
-    /* Hidden: the credential list, read_deny, the state dir (also where they really are,
-     * when they are symlinks). */
-    char **homes = st->homes;
-    for (size_t h = 0; homes[h]; h++) {
-        for (size_t i = 0; pdk_builtin_hidden_home[i]; i++) {
-            _cleanup_free_ char *p = pdk_path_join(homes[h], pdk_builtin_hidden_home[i]);
-            add_hidden(&cfg->hide_paths, p);
-        }
-    }
-    for (size_t i = 0; pol->read_deny && pol->read_deny[i]; i++)
-        add_hidden(&cfg->hide_paths, pol->read_deny[i]);
-    add_hidden(&cfg->hide_paths, st->state_dir);
 
     /* Protected: the built-in list and the policy's, in the workspace and in every writable
      * bind; the workspace-relative ones are recorded for commit. */
@@ -403,6 +370,12 @@ static int build_config(run_state *st, pdk_error *err)
     cfg->tcp_connect = pol->tcp_connect;
     cfg->tcp_connect_count = pol->tcp_connect_count;
     cfg->nested_userns = pol->nested_userns;
+    if (pol->nested_userns && geteuid() == 0)
+        pdk_warn("sandbox.nested_userns: paddock runs as root, so the command is root inside "
+                 "without capabilities, and Linux maps no ids in a user namespace such a "
+                 "process makes (that needs CAP_SETFCAP): nested sandboxes (bubblewrap) fail "
+                 "with \"setting up uid map\"; run paddock as a regular user, or turn the "
+                 "agent's own sandbox off (docs/policy.md, \"Nested sandboxes\")");
     cfg->memory_bytes = pol->memory_bytes;
     cfg->pids = pol->pids;
     cfg->cpu_millicores = pol->cpu_millicores;
@@ -421,6 +394,87 @@ static int build_config(run_state *st, pdk_error *err)
     pdk_environ_extra extra = {.home = st->home, .pwd = cfg->cwd, .session = st->session->id};
     cfg->envp = pdk_environ_build(environ, pol, &extra);
     return 0;
+}
+
+/* What of the host the sandbox of cfg sees (v's lists are cfg's; *shown is new). */
+static void sandbox_visibility(const pdk_sandbox_config *cfg, pdk_visibility *v, char ***shown)
+{
+    *shown = xcalloc(1, sizeof(char *));
+    if (cfg->workspace)
+        pdk_strv_push(shown, cfg->workspace);
+    for (size_t i = 0; i < cfg->bind_count; i++)
+        pdk_strv_push(shown, cfg->binds[i].target);
+    *v = (pdk_visibility){.home = cfg->home,
+                          .shown = *shown,
+                          .hidden = cfg->hide_paths,
+                          .privileged = geteuid() == 0};
+}
+
+/* The command where the host finds it, when the sandbox does not see it there (a pyenv
+ * shim under ~, a tool in /tmp): said now when another of its name runs instead, else kept
+ * in hint for the end (the command is not found: 127). */
+static void check_command_visible(const run_state *st, char *hint, size_t hint_size)
+{
+    const pdk_sandbox_config *cfg = &st->cfg;
+    const char *name = st->opt->argv[0];
+    const char *path_value = "/usr/local/bin:/usr/bin:/bin"; /* as init's, when none */
+    for (size_t i = 0; cfg->envp && cfg->envp[i]; i++)
+        if (strncmp(cfg->envp[i], "PATH=", 5) == 0 && cfg->envp[i][5])
+            path_value = cfg->envp[i] + 5;
+    _cleanup_free_ char *host = NULL;
+    struct stat sb;
+    if (strchr(name, '/')) {
+        host = name[0] == '/' ? xstrdup(name) : pdk_path_join(cfg->cwd, name);
+        if (stat(host, &sb) < 0)
+            return; /* missing on the host too */
+    } else if (!pdk_path_lookup(path_value, name, cfg->cwd, NULL, &host)) {
+        return;
+    }
+    _cleanup_strv_ char **shown = NULL;
+    pdk_visibility v;
+    sandbox_visibility(cfg, &v, &shown);
+    char why[600];
+    pdk_unseen unseen = pdk_visibility_check(&v, host, why, sizeof(why));
+    if (unseen == PDK_SEEN)
+        return;
+    _cleanup_free_ char *advice = pdk_visibility_advice(&v, unseen, host);
+    _cleanup_free_ char *inside = NULL;
+    if (!strchr(name, '/') && pdk_path_lookup(path_value, name, cfg->cwd, &v, &inside))
+        pdk_warn("%s is %s here, but the sandbox does not see it (%s): %s runs instead (to run "
+                 "the same one, %s)",
+                 name, host, why, inside, advice);
+    else if (strchr(name, '/'))
+        snprintf(hint, hint_size, "%s is on the host, but the sandbox does not see it (%s): %s",
+                 host, why, advice);
+    else
+        snprintf(hint, hint_size, "%s is %s on the host, but the sandbox does not see it (%s): %s",
+                 name, host, why, advice);
+}
+
+/* Whether path or argv0 names an agent's own sandbox that makes namespaces: bubblewrap,
+ * or Codex's linux sandbox (a bubblewrap of its own, called by that name). */
+static bool is_nested_sandbox(const char *path, const char *argv0)
+{
+    static const char *const names[] = {"bwrap", "codex-linux-sandbox"};
+    for (size_t n = 0; n < 2; n++) {
+        const char *name = n == 0 ? path : argv0;
+        const char *base = name ? strrchr(name, '/') : NULL;
+        base = base ? base + 1 : name;
+        for (size_t i = 0; base && i < sizeof(names) / sizeof(names[0]); i++)
+            if (strcmp(base, names[i]) == 0)
+                return true;
+    }
+    return false;
+}
+
+/* Said once a run: such a sandbox fails here, and why (docs/policy.md, Nested sandboxes). */
+static void say_nested_sandbox(const run_state *st, const char *what)
+{
+    pdk_warn("%s makes namespaces of its own, which this policy refuses (sandbox.nested_userns "
+             "is off): its sandbox fails, and so do the commands it runs; set nested_userns: "
+             "true and run paddock as a regular user, or turn the agent's own sandbox off "
+             "(docs/policy.md, \"Nested sandboxes\")",
+             what);
 }
 
 /* The sockets init made, on the supervisor's loop: the gateway serves them. */
@@ -798,7 +852,8 @@ static int ask_human(run_state *st, pdk_run_report *report, pdk_error *err)
     if (approval_ask(st, store, &a, err) < 0)
         goto out;
     int64_t timeout = st->policy->approval_timeout_seconds;
-    pdk_notice("approval %s: `%s` in %s needs a human (%s: %s); answer with paddock approve %s, "
+    pdk_notice(PDK_NOTICE_APPROVAL, PDK_NOTICE_PRINT,
+               "approval %s: `%s` in %s needs a human (%s: %s); answer with paddock approve %s, "
                "or paddock deny %s (waiting up to %llds)",
                a.id, line, cwd_shown, a.rule, a.reason, a.id, a.id, (long long)timeout);
     int tty = open_prompt_tty();
@@ -882,7 +937,8 @@ static int ask_human(run_state *st, pdk_run_report *report, pdk_error *err)
                      "no answer to approval %s in %llds: denied (approvals.on_timeout)", a.id,
                      (long long)timeout);
         else
-            pdk_notice("no answer to approval %s in %llds: allowed (approvals.on_timeout)", a.id,
+            pdk_notice(PDK_NOTICE_APPROVAL, PDK_NOTICE_PRINT,
+                       "no answer to approval %s in %llds: allowed (approvals.on_timeout)", a.id,
                        (long long)timeout);
     } else {
         approved = false;
@@ -922,7 +978,8 @@ typedef struct exec_watch {
     run_state *st;
     pthread_mutex_t lock;
     pdk_exec_handler handler;
-    bool first_seen; /* the command's own exec, judged before the sandbox was made */
+    bool first_seen;  /* the command's own exec, judged before the sandbox was made */
+    bool nested_said; /* an agent's own sandbox was said to need nested_userns */
     pdk_exec_listener *listener;
     pdk_store *store; /* for approvals, opened at the first ask */
     pending_ask *pending;
@@ -979,6 +1036,20 @@ static bool connect_allowed(void *arg, pid_t pid)
     return true;
 }
 
+/* Whether pid's stderr is a terminal (a tty or a pty's slave). */
+static bool stderr_is_terminal(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/fd/2", (int)pid);
+    struct stat sb;
+    if (stat(path, &sb) < 0 || !S_ISCHR(sb.st_mode))
+        return false;
+    unsigned major_number = major(sb.st_rdev);
+    /* the console and virtual terminals (4, 5), pty slaves (136-143), BSD ptys (3) */
+    return major_number == 3 || major_number == 4 || major_number == 5 ||
+           (major_number >= 136 && major_number <= 143);
+}
+
 static void note_refusal(exec_watch *w, pid_t pid, const char *line, const char *message)
 {
     pthread_mutex_lock(&w->lock);
@@ -1014,6 +1085,8 @@ static void finish_ask(exec_watch *w, size_t i, bool allow, json_t *event, const
      * directory of PATH) is judged on the listener's thread as soon as this one fails. */
     if (!allow)
         note_refusal(w, p->pid, p->line, message);
+    if (pdk_notices_held() && stderr_is_terminal(p->pid))
+        message = NULL; /* the terminal a command that owns it draws on */
     pdk_exec_listener_answer(w->listener, p->token, p->pid, allow, message);
     free(p->line);
     w->pending[i] = w->pending[--w->npending];
@@ -1086,6 +1159,13 @@ static pdk_exec_answer judge_exec(void *arg, pdk_exec_request *req, char *messag
     pthread_mutex_unlock(&w->lock);
     pdk_command_verdict v;
     pdk_command_rules_judge(&st->policy->commands, req->argv, &v);
+    if (!st->policy->nested_userns && !w->nested_said &&
+        is_nested_sandbox(req->path, req->argv[0])) {
+        w->nested_said = true;
+        _cleanup_free_ char *what =
+            xasprintf("%s (pid %d)", req->argv[0] ? req->argv[0] : req->path, (int)req->pid);
+        say_nested_sandbox(st, what);
+    }
     /* A path that does not exist (a shell trying each directory of PATH) is failed as the
      * kernel would fail it, without asking or recording: answered here, so that a file made
      * in between never runs unjudged. Looked at only when it matters. */
@@ -1108,12 +1188,21 @@ static pdk_exec_answer judge_exec(void *arg, pdk_exec_request *req, char *messag
         return PDK_EXEC_DENY;
     }
     switch (v.decision) {
-    case PDK_DECISION_DENY:
+    case PDK_DECISION_DENY: {
         snprintf(message, message_size, "paddock: denied by the policy: %s (%s)\n", v.reason, how);
         if (!line)
             line = argv_line(req->argv);
         note_refusal(w, req->pid, line, message);
+        bool quiet = v.rule >= 0 && st->policy->commands.rules[v.rule].quiet;
+        _cleanup_free_ char *shown = pdk_display_argv(req->argv);
+        pdk_notice(PDK_NOTICE_EXEC_REFUSED, quiet ? PDK_NOTICE_QUIET : 0,
+                   "refused: `%s` (pid %d): %s (%s)", shown, (int)req->pid, v.reason, how);
+        /* The process is told on its stderr, unless that is the terminal a command that
+         * owns it draws on (the notice is aside then). */
+        if (pdk_notices_held() && stderr_is_terminal(req->pid))
+            message[0] = '\0';
         return PDK_EXEC_DENY;
+    }
     case PDK_DECISION_CONFINE: {
         /* Inside a running sandbox: no network for it and its descendants (their connects
          * are refused); its writes stay in the session layer. */
@@ -1175,7 +1264,8 @@ static pdk_exec_answer ask_exec(void *arg, pdk_exec_listener *listener, pdk_exec
         pdk_now_monotonic_ns() + (uint64_t)st->policy->approval_timeout_seconds * 1000000000ULL;
     p->line = argv_line(req->argv);
     _cleanup_free_ char *shown = pdk_display_argv(req->argv);
-    pdk_notice("approval %s: `%s` (pid %d) needs a human (%s: %s); answer with paddock approve "
+    pdk_notice(PDK_NOTICE_APPROVAL, PDK_NOTICE_PRINT,
+               "approval %s: `%s` (pid %d) needs a human (%s: %s); answer with paddock approve "
                "%s, or paddock deny %s",
                a.id, shown, (int)req->pid, how, v.reason, a.id, a.id);
     pdk_approval_clear(&a);
@@ -1347,10 +1437,27 @@ int pdk_run(const pdk_run_options *given, pdk_run_report *report, pdk_error *err
         st.cfg.no_loopback = true;
     if (st.policy->network.enabled && !st.cfg.no_loopback && setup_egress(&st, err) < 0)
         goto out;
+    char unseen_hint[sizeof(report->hint)] = "";
+    check_command_visible(&st, unseen_hint, sizeof(unseen_hint));
+    if (!st.policy->nested_userns && is_nested_sandbox(opt->argv[0], opt->argv[0]))
+        say_nested_sandbox(&st, opt->argv[0]);
     pdk_trace("config built");
 
+    /* While the command runs, paddock's notices go where the options say (log.h). */
+    char *notice_path = NULL;
+    if (pdk_notices_begin(st.state_dir, st.session->id, opt->notices, &notice_path, err) < 0)
+        goto out;
+    report->notice_route = opt->notices;
+    if (opt->notices == PDK_NOTICES_ASIDE)
+        fprintf(stderr,
+                "paddock: the command has the terminal: paddock's messages go to %s while it "
+                "runs (follow them with paddock approvals --watch), and a summary at the end\n",
+                notice_path);
+    free(notice_path);
     pdk_sandbox_result result;
-    if (pdk_sandbox_run(&st.cfg, &result, err) < 0)
+    int sandbox_ran = pdk_sandbox_run(&st.cfg, &result, err);
+    pdk_notices_end(&report->notices);
+    if (sandbox_ran < 0)
         goto out;
     report->exit_status = result.exit_status;
     pdk_trace("sandbox ended");
@@ -1365,6 +1472,9 @@ int pdk_run(const pdk_run_options *given, pdk_run_report *report, pdk_error *err
     report->timed_out = result.timed_out;
     report->timeout_seconds = st.cfg.timeout_seconds;
     snprintf(report->message, sizeof(report->message), "%s", result.message);
+    if (!result.started &&
+        (result.exit_status == PDK_EXIT_NOT_FOUND || result.exit_status == PDK_EXIT_CANNOT_EXECUTE))
+        snprintf(report->hint, sizeof(report->hint), "%s", unseen_hint);
 
     /* Every process of the sandbox is dead; its init may still be exiting while this
      * runs (pdk_sandbox_result_free reaps it). */

@@ -5,6 +5,7 @@
 
 #include "command_rules.h"
 #include "error.h"
+#include "log.h"
 #include "session.h"
 
 typedef struct pdk_run_options {
@@ -22,6 +23,9 @@ typedef struct pdk_run_options {
      * "readonly" (the workspace bound read-only: nothing is written to it, no session),
      * "offline" (no network at all, not even loopback). */
     const char *profile;
+    /* Where paddock's notices go while the command runs (log.h): on stderr, or, when the
+     * command owns the terminal (a TUI) or with --quiet, to the run's notice file only. */
+    pdk_notice_route notices;
 } pdk_run_options;
 
 /* The profiles of pdk_run_options.profile, NULL-terminated. */
@@ -43,6 +47,13 @@ typedef struct pdk_run_report {
     char reason[512];
     bool denied;   /* not run: the policy denies it (exit 126) */
     bool confined; /* ran without network; its changes were thrown away */
+    /* While it ran: what was refused and asked (execs, requests, approvals, warnings). */
+    pdk_notice_counts notices;
+    pdk_notice_route notice_route;
+    /* The command could not be found or executed in the sandbox (127, 126) though the host
+     * has it, in a place the sandbox does not see: one line saying why and how to fix it;
+     * "" when none. */
+    char hint[1024];
 } pdk_run_report;
 
 /* Returns 0 when the sandbox ran (report->exit_status says how the command ended) and -1

@@ -183,6 +183,11 @@ static int build_landlock(const pdk_sandbox_config *cfg)
     char *devices[] = {"/dev", "/proc", NULL};
     pdk_landlock_spec spec = {
         .abi = cfg->landlock_abi,
+        /* A nested sandbox mounts, which Landlock refuses to any process whose domain
+         * handles filesystem rights: the mounts alone hold the filesystem then (locked in a
+         * namespace the command holds no capability over, they cannot be undone from a
+         * nested one); the scoping and the TCP rules stay. */
+        .without_filesystem = cfg->nested_userns,
         .read_paths = read,
         .write_paths = write,
         .device_paths = devices,
@@ -193,6 +198,10 @@ static int build_landlock(const pdk_sandbox_config *cfg)
         .tcp_connect = cfg->tcp_connect,
         .tcp_connect_count = cfg->tcp_connect_count,
     };
+    if (!pdk_landlock_spec_restricts(&spec)) {
+        pdk_strv_free(write);
+        return -1;
+    }
     const char *what = "landlock";
     int fd = pdk_landlock_build(&spec, &what);
     int saved = errno;

@@ -13,6 +13,7 @@
 #endif
 #include <errno.h>
 #include <linux/filter.h>
+#include <linux/netlink.h>
 #include <linux/seccomp.h>
 #include <stddef.h>
 #include <sched.h>
@@ -173,12 +174,31 @@ static int build_rules(scmp_filter_ctx ctx, const pdk_seccomp_options *options, 
         }
     }
 
-    /* socket: AF_UNIX (1), AF_INET (2), AF_INET6 (10) only. */
+    /* socket: AF_UNIX (1), AF_INET (2), AF_INET6 (10) only; with nested user namespaces
+     * also AF_NETLINK (16) of protocol NETLINK_ROUTE (0), which a nested sandbox needs to
+     * bring up the loopback of its own network namespace (bubblewrap does). */
     {
         struct scmp_arg_cmp c = SCMP_A0(SCMP_CMP_GE, AF_INET6 + 1);
+        if (options->nested_userns)
+            c = SCMP_A0(SCMP_CMP_GE, AF_NETLINK + 1);
         if ((r = rule(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), "socket", 1, &c)) < 0) {
             *what = "socket";
             return r;
+        }
+        if (options->nested_userns) {
+            for (int family = AF_INET6 + 1; family < AF_NETLINK; family++) {
+                struct scmp_arg_cmp e = SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)family);
+                if ((r = rule(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), "socket", 1, &e)) < 0) {
+                    *what = "socket";
+                    return r;
+                }
+            }
+            struct scmp_arg_cmp netlink[2] = {SCMP_A0(SCMP_CMP_EQ, AF_NETLINK),
+                                              SCMP_A2(SCMP_CMP_NE, NETLINK_ROUTE)};
+            if ((r = rule(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), "socket", 2, netlink)) < 0) {
+                *what = "socket";
+                return r;
+            }
         }
         static const int others[] = {0, 3, 4, 5, 6, 7, 8, 9};
         for (size_t i = 0; i < PDK_ARRAY_SIZE(others); i++) {

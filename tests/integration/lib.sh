@@ -403,6 +403,49 @@ pdk() {
     return 0
 }
 
+# as_user UID DIR HOME STATE ARGS...: paddock ARGS as uid and gid UID (setpriv, no other
+# groups), from DIR, with that home and state dir; bounded and captured as pdk does.
+as_user() {
+    local uid="$1" dir="$2" home="$3" state="$4"
+    shift 4
+    _last_cmd="(uid $uid) paddock $(printf '%q ' "$@")"
+    (cd "$dir" && timeout -k 5 60 setpriv --reuid="$uid" --regid="$uid" --clear-groups \
+        env HOME="$home" PADDOCK_STATE_DIR="$state" PATH="$SANDBOX_PATH" \
+        "$PADDOCK" "$@") </dev/null >"$T/.out" 2>"$T/.err"
+    RC=$?
+    OUT=$(cat "$T/.out")
+    ERR=$(cat "$T/.err")
+}
+
+# with_pty CMD...: run CMD as a session leader with a new pty as its controlling terminal
+# (its stdin, stdout and stderr); prints what it wrote (CRLF as LF) and exits with its
+# status. With PTY_PROMPT and PTY_ANSWER set, ANSWER is typed once PROMPT has shown.
+with_pty() {
+    timeout -k 5 90 "$PYTHON" -c '
+import os, pty, sys
+prompt = os.environ.get("PTY_PROMPT", "").encode()
+answer = os.environ.get("PTY_ANSWER", "").encode()
+pid, fd = pty.fork()
+if pid == 0:
+    os.execvp(sys.argv[1], sys.argv[1:])
+out = b""
+while True:
+    try:
+        data = os.read(fd, 4096)
+    except OSError:
+        break
+    if not data:
+        break
+    out += data
+    if prompt and prompt in out:
+        os.write(fd, answer)
+        prompt = b""
+_, status = os.waitpid(pid, 0)
+sys.stdout.write(out.decode(errors="replace").replace("\r\n", "\n"))
+sys.exit(os.waitstatus_to_exitcode(status))
+' "$@"
+}
+
 # wrun ARGS...: prun --workspace "$WS" ARGS from the directory $WS.
 wrun() {
     cd "$WS" || return 1

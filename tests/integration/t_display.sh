@@ -56,42 +56,6 @@ shown_escaped() {
     ok "$desc: escaped, nothing raw"
 }
 
-# on_terminal OUT PROMPT DIR CMD...: CMD (from DIR) on a pty of its own, its stdin, stdout
-# and stderr, as a human's terminal; when PROMPT (if not empty) shows, "n" and a newline are
-# typed. What the terminal showed goes to OUT, after a line "exit N". Bounded: 50 s.
-on_terminal() {
-    local out="$1" prompt="$2" dir="$3"
-    shift 3
-    HOME="$TEST_HOME" "$PYTHON" - "$prompt" "$dir" "$@" >"$out" 2>&1 <<'EOF'
-import os, pty, select, sys, time
-prompt, where, argv = sys.argv[1].encode(), sys.argv[2], sys.argv[3:]
-pid, fd = pty.fork()
-if pid == 0:
-    os.chdir(where)
-    os.execv(argv[0], argv)
-shown, answered = b"", False
-deadline = time.monotonic() + 50
-while time.monotonic() < deadline:
-    ready, _, _ = select.select([fd], [], [], deadline - time.monotonic())
-    if not ready:
-        break
-    try:
-        chunk = os.read(fd, 4096)
-    except OSError:
-        break
-    if not chunk:
-        break
-    shown += chunk
-    if prompt and not answered and prompt in shown:
-        os.write(fd, b"n\n")
-        answered = True
-if time.monotonic() >= deadline:
-    os.kill(pid, 9)
-_, status = os.waitpid(pid, 0)
-sys.stdout.buffer.write(b"exit %d\n" % os.waitstatus_to_exitcode(status) + shown)
-EOF
-}
-
 # A workspace whose own name carries the controls (sessions and commit print it).
 BWS="$T/ws-$BAD"
 mkdir -p "$BWS"
@@ -154,9 +118,10 @@ rm -rf "$T/applied"
 cp -a "$BWS" "$T/applied"
 check_fails "git apply refuses the escaped patch (it is visibly not one)" \
     sh -c "cd '$T/applied' && GIT_CEILING_DIRECTORIES='$T' git apply --check '$T/human.patch'"
-on_terminal "$T/tty-raw.out" "" "$BWS" "$PADDOCK" diff shown --raw
+(cd "$BWS" && HOME="$TEST_HOME" with_pty "$PADDOCK" diff shown --raw >"$T/tty-raw.out" 2>&1
+ echo "exit $?" >>"$T/tty-raw.out")
 expect_match "diff --raw on a terminal is refused (exit 2), saying why" \
-    "^exit 2.*terminal would obey" "$(tr -d '\r' <"$T/tty-raw.out" | tr '\n' ' ')"
+    "terminal would obey.*exit 2" "$(tr '\n' ' ' <"$T/tty-raw.out")"
 
 pdk commit shown --dry-run
 printf '%s\n' "$OUT" >"$T/dry.out"
@@ -244,8 +209,9 @@ commands:
 approvals:
   timeout: 30
 EOF
-on_terminal "$T/prompt.out" "[a]lways for this session: " "$BWS" \
-    "$PADDOCK" run --workspace "$BWS" --policy "$T/top.yaml" -- sh -c "echo asked $BAD"
+(cd "$BWS" && HOME="$TEST_HOME" PTY_PROMPT="[a]lways for this session: " PTY_ANSWER=$'n\n' \
+    with_pty "$PADDOCK" run --workspace "$BWS" --policy "$T/top.yaml" -- sh -c "echo asked $BAD") \
+    >"$T/prompt.out" 2>&1
 if grep -q "for this session" "$T/prompt.out"; then
     shown_escaped "the prompt and the notice on the terminal" "$T/prompt.out" \
         "run \`sh -c 'echo asked \\x1b[31m\\u009b2J\\u202eexe'\`"

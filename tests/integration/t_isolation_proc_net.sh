@@ -94,29 +94,6 @@ exec 7>&- 9>&-
 # ---- terminal and session ----------------------------------------------------------------
 expect_probe "no controlling terminal (no tty around)" 'errno=ENXIO' -- ctty
 
-# with_pty CMD...: run CMD as a session leader with a new pty as its controlling terminal;
-# prints what it wrote (CRLF as LF) and exits with its status.
-with_pty() {
-    timeout -k 5 90 "$PYTHON" -c '
-import os, pty, sys
-pid, fd = pty.fork()
-if pid == 0:
-    os.execvp(sys.argv[1], sys.argv[1:])
-out = b""
-while True:
-    try:
-        data = os.read(fd, 4096)
-    except OSError:
-        break
-    if not data:
-        break
-    out += data
-_, status = os.waitpid(pid, 0)
-sys.stdout.write(out.decode(errors="replace").replace("\r\n", "\n"))
-sys.exit(os.waitstatus_to_exitcode(status))
-' "$@"
-}
-
 # pty_probe [RUN-OPTIONS...] -- CHECK [ARGS...]: the probe in a sandbox started from a
 # terminal; sets OUT to the probe's line and RC.
 pty_probe() {

@@ -21,13 +21,7 @@ cp "$PROBE" "$UPROBE" && chmod 0755 "$UPROBE"
 
 # urun ARGS...: paddock as the user; sets RC, OUT, ERR.
 urun() {
-    _last_cmd="(uid $U) paddock $(printf '%q ' "$@")"
-    (cd "$UT/ws" && timeout -k 5 60 setpriv --reuid=$U --regid=$U --clear-groups \
-        env HOME="$UT/home" PADDOCK_STATE_DIR="$UT/state" PATH="$SANDBOX_PATH" \
-        "$PADDOCK" "$@") </dev/null >"$T/.out" 2>"$T/.err"
-    RC=$?
-    OUT=$(cat "$T/.out")
-    ERR=$(cat "$T/.err")
+    as_user "$U" "$UT/ws" "$UT/home" "$UT/state" "$@"
 }
 
 urun run --session u -- "$UPROBE" uid

@@ -529,6 +529,43 @@ static void test_nested_userns(void **state)
                     NAME ":3:18: sandbox.nested_userns: expected true or false, got \"maybe\"");
 }
 
+/* quiet: true on deny rules only, commands and network alike. */
+static void test_quiet_rules(void **state)
+{
+    pdk_policy *p = parse_ok("version: 1\n"
+                             "commands:\n"
+                             "  rules:\n"
+                             "    - {match: [mkdir], decision: deny, quiet: true}\n"
+                             "    - {match: [touch], decision: deny}\n"
+                             "    - {match: [ls], decision: allow, quiet: false}\n"
+                             "network:\n"
+                             "  rules:\n"
+                             "    - {host: telemetry.test, decision: deny, quiet: yes}\n"
+                             "    - {host: api.test, decision: allow}\n");
+    assert_int_equal(p->commands.count, 3);
+    assert_true(p->commands.rules[0].quiet);
+    assert_false(p->commands.rules[1].quiet);
+    assert_false(p->commands.rules[2].quiet);
+    assert_int_equal(p->network.count, 2);
+    assert_true(p->network.rules[0].quiet);
+    assert_false(p->network.rules[1].quiet);
+    pdk_policy_free(p);
+    assert_one_diag("version: 1\ncommands:\n  rules:\n"
+                    "    - {match: [git], decision: ask, quiet: true}\n",
+                    NAME ":4:44: commands.rules[0].quiet: quiet is for deny rules (their refusals "
+                         "are recorded and not shown; a rule that lets something through or asks "
+                         "a human is never quiet)");
+    assert_one_diag("version: 1\nnetwork:\n  rules:\n"
+                    "    - {host: a.test, decision: allow, quiet: true}\n",
+                    NAME ":4:46: network.rules[0].quiet: quiet is for deny rules (their refusals "
+                         "are recorded and not shown; a rule that lets something through or asks "
+                         "a human is never quiet)");
+    assert_one_diag("version: 1\nnetwork:\n  rules:\n"
+                    "    - {host: a.test, decision: deny, quiet: \"yes\"}\n",
+                    NAME ":4:45: network.rules[0].quiet: expected true or false, got \"yes\" "
+                         "(remove the quotes)");
+}
+
 /* ---- error classes ---- */
 
 static void test_missing_version(void **state)
@@ -837,7 +874,7 @@ static void test_command_errors(void **state)
             ":10:7: commands.rules[5]: a rule needs \"decision\" (allow, confine, ask or deny)",
             NAME ":11:15: commands.rules[6].match: expected a list, got \"git\"",
             NAME ":12:38: unknown key \"because\" in \"commands.rules[7]\" (known keys: match, "
-                 "decision, reason)",
+                 "decision, reason, quiet)",
             NAME ":13:20: commands.rules[8].match[0][1]: expected a word (alternatives do not "
                  "nest), got a list",
             NAME ":15:7: commands.examples[0]: an example needs \"decision\" (what the rules must "
@@ -1445,6 +1482,7 @@ int main(void)
         cmocka_unit_test(test_cpu_values),
         cmocka_unit_test(test_landlock),
         cmocka_unit_test(test_nested_userns),
+        cmocka_unit_test(test_quiet_rules),
         cmocka_unit_test(test_missing_version),
         cmocka_unit_test(test_version_values),
         cmocka_unit_test(test_unknown_keys),

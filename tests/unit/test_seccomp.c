@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <linux/audit.h>
+#include <linux/netlink.h>
 #include <linux/seccomp.h>
 #include <sched.h>
 #include <seccomp.h>
@@ -142,9 +143,9 @@ static const pdk_seccomp_program *program_for(const char *arch, unsigned variant
     abort(); /* fail_msg does not return */
 }
 
-/* The action for syscall name with args on arch (variant 0 unless nested). */
-static uint32_t verdict(const arch_case *a, unsigned variant, const char *name, uint64_t a0,
-                        uint64_t a1)
+/* The action for syscall name with arguments a0, a1, a2 on arch. */
+static uint32_t verdict3(const arch_case *a, unsigned variant, const char *name, uint64_t a0,
+                         uint64_t a1, uint64_t a2)
 {
     int nr = seccomp_syscall_resolve_name_arch(a->scmp, name);
     if (nr < 0)
@@ -155,7 +156,15 @@ static uint32_t verdict(const arch_case *a, unsigned variant, const char *name, 
     d.arch = a->audit;
     d.args[0] = a0;
     d.args[1] = a1;
+    d.args[2] = a2;
     return run_bpf(program_for(a->name, variant), &d);
+}
+
+/* The action for syscall name with args on arch (variant 0 unless nested). */
+static uint32_t verdict(const arch_case *a, unsigned variant, const char *name, uint64_t a0,
+                        uint64_t a1)
+{
+    return verdict3(a, variant, name, a0, a1, 0);
 }
 
 #define ERRNO(e) (SECCOMP_RET_ERRNO | (uint32_t)(e))
@@ -251,11 +260,23 @@ static void test_arguments(void **state)
             check_allowed(a, v, "socket", AF_UNIX, 0);
             check_allowed(a, v, "socket", AF_INET, 0);
             check_allowed(a, v, "socket", AF_INET6, 0);
-            static const uint64_t bad[] = {AF_UNSPEC, AF_NETLINK, AF_PACKET,
-                                           AF_VSOCK,  AF_ALG,     AF_BLUETOOTH,
-                                           3,         9,          0x100000002ull};
+            static const uint64_t bad[] = {
+                AF_UNSPEC, AF_PACKET, AF_VSOCK, AF_ALG, AF_BLUETOOTH,   3,
+                9,         11,        15,       17,     0x100000002ull, 0x100000010ull};
             for (size_t f = 0; f < sizeof(bad) / sizeof(bad[0]); f++)
                 assert_int_equal(verdict(a, v, "socket", bad[f], 0), ERRNO(EAFNOSUPPORT));
+            /* netlink: only NETLINK_ROUTE, and only with nested user namespaces (a nested
+             * sandbox brings its loopback up over rtnetlink) */
+            uint32_t route = (v & 1) ? SECCOMP_RET_ALLOW : ERRNO(EAFNOSUPPORT);
+            assert_int_equal(verdict3(a, v, "socket", AF_NETLINK, SOCK_RAW, NETLINK_ROUTE), route);
+            assert_int_equal(verdict3(a, v, "socket", AF_NETLINK, SOCK_DGRAM, NETLINK_ROUTE),
+                             route);
+            static const uint64_t netlink_others[] = {NETLINK_SOCK_DIAG, NETLINK_NETFILTER,
+                                                      NETLINK_AUDIT, NETLINK_KOBJECT_UEVENT,
+                                                      0x100000000ull};
+            for (size_t p = 0; p < sizeof(netlink_others) / sizeof(netlink_others[0]); p++)
+                assert_int_equal(verdict3(a, v, "socket", AF_NETLINK, SOCK_RAW, netlink_others[p]),
+                                 ERRNO(EAFNOSUPPORT));
             /* personality: the query and the default only */
             check_allowed(a, v, "personality", 0, 0);
             check_allowed(a, v, "personality", 0xffffffffu, 0);
