@@ -206,8 +206,12 @@ def main():
                                 % (http_port, http_port))
             out.write(text + "credentials:\n  - {name: bench, provider: static, value: "
                       "{secret: bench_token}, hosts: [up.test], inject: {header: Authorization, "
-                      "value: \"Bearer {token}\"}, placeholder: {env: BENCH_TOKEN}}\n")
-        subprocess.run([paddock, "secret", "set", "bench_token"], input="t-bench-" + "x" * 40,
+                      "value: \"Bearer {token}\"}, replace_in_headers: [X-Token], "
+                      "allow_plain_http: true, placeholder: {env: BENCH_TOKEN}}\n")
+        # (a token of random characters: one of 40 x would be "reflected" in the upstream's
+        # body of x, and masked there)
+        subprocess.run([paddock, "secret", "set", "bench_token"],
+                       input="t-bench-" + os.urandom(20).hex(),
                        env=env, text=True, check=True, capture_output=True)
 
         def sandboxed(*cmd, timeout=300, pol=None):

@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 static const char usage[] =
-    "usage: paddock policy check [--policy FILE] [--json] -- CMD [ARG...]\n"
+    "usage: paddock policy check [--policy FILE] [--json] [--under LINE] -- CMD [ARG...]\n"
     "       paddock policy check [--policy FILE] [--json] --url URL [--method METHOD]\n"
     "       paddock policy lint FILE [--json]\n"
     "       paddock policy default\n"
@@ -25,6 +25,8 @@ static const char usage[] =
     "\n"
     "check   say what the command rules decide for CMD (allow, confine, ask or deny) and\n"
     "        which rule decided; shell wrappers (sh -c ...) are judged command by command.\n"
+    "        With --under: as a descendant of the command line LINE (an installer, for the\n"
+    "        rules with \"under\").\n"
     "        With --url: what the network rules decide for that request (method GET\n"
     "        unless --method says otherwise). Without --policy, the built-in default.\n"
     "lint    report every problem of a policy file at once, as FILE:LINE:COLUMN: message;\n"
@@ -37,6 +39,7 @@ static const char usage[] =
     "  --policy FILE  the policy to check against\n"
     "  --url URL      a request (http:// or https://) instead of a command\n"
     "  --method M     its method (default GET)\n"
+    "  --under LINE   judge CMD as run below LINE (e.g. --under 'npm install')\n"
     "  --json         one JSON object on stdout\n"
     "  -h, --help     show this help\n";
 
@@ -65,15 +68,19 @@ static int load(const char *file, pdk_policy **out)
 typedef struct check_request {
     const char *url;
     const char *method;
+    const char *under;
 } check_request;
 
 static int parse_options(int argc, char **argv, const char **policy, bool *json,
                          check_request *request)
 {
-    static const struct option options[] = {
-        {"policy", required_argument, NULL, 'p'}, {"json", no_argument, NULL, 'j'},
-        {"url", required_argument, NULL, 'u'},    {"method", required_argument, NULL, 'm'},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
+    static const struct option options[] = {{"policy", required_argument, NULL, 'p'},
+                                            {"json", no_argument, NULL, 'j'},
+                                            {"url", required_argument, NULL, 'u'},
+                                            {"method", required_argument, NULL, 'm'},
+                                            {"under", required_argument, NULL, 'U'},
+                                            {"help", no_argument, NULL, 'h'},
+                                            {NULL, 0, NULL, 0}};
     opterr = 0;
     optind = 1;
     int c;
@@ -89,13 +96,17 @@ static int parse_options(int argc, char **argv, const char **policy, bool *json,
             break;
         case 'u':
         case 'm':
+        case 'U':
             if (!request)
                 return pdk_cli_usage_error(argv[0],
-                                           "--url and --method are for 'policy check' only");
+                                           "--url, --method and --under are for 'policy check' "
+                                           "only");
             if (c == 'u')
                 request->url = optarg;
-            else
+            else if (c == 'm')
                 request->method = optarg;
+            else
+                request->under = optarg;
             break;
         case 'h':
             fputs(usage, stdout);
@@ -192,6 +203,8 @@ static int check(int argc, char **argv)
     if (request.url) {
         if (optind < argc)
             return pdk_cli_usage_error("policy check", "give --url or a command, not both");
+        if (request.under)
+            return pdk_cli_usage_error("policy check", "--under goes with a command, not --url");
         return check_url(file, json, &request);
     }
     if (optind < argc && strcmp(argv[optind], "--") == 0)
@@ -204,7 +217,11 @@ static int check(int argc, char **argv)
     if (r != PDK_EXIT_OK)
         return r;
     pdk_command_verdict v;
-    pdk_command_rules_judge(&policy->commands, argv + optind, &v);
+    _cleanup_strv_ char **under = request.under ? pdk_policy_example_argv(request.under) : NULL;
+    char *const *ancestors[] = {under, NULL};
+    pdk_command_query q = {.argv = argv + optind,
+                           .ancestors = under ? (char *const *const *)ancestors : NULL};
+    pdk_command_rules_judge_query(&policy->commands, &q, &v);
     _cleanup_free_ char *how = pdk_policy_describe_rule(policy, v.rule);
     if (json) {
         json_t *o =
@@ -216,6 +233,7 @@ static int check(int argc, char **argv)
                                 ? json_integer(policy->rule_lines[v.rule])
                                 : json_null());
         json_object_set_new(o, "decided_by", json_string(how));
+        json_object_set_new(o, "under", request.under ? json_string(request.under) : json_null());
         json_object_set_new(o, "policy", json_string(policy->source));
         pdk_cli_print_json(o);
     } else {

@@ -15,6 +15,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -27,14 +28,22 @@
 #define SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP 1
 #endif
 
-#define MAX_ARGS     4096
-#define MAX_ARG_LEN  (128 * 1024)
-#define MAX_ARGV_LEN (2 * 1024 * 1024)
+/* What the kernel lets an exec carry (fs/exec.c): argv and envp strings and pointers within
+ * 3/4 of the 8 MiB stack limit, each string within MAX_ARG_STRLEN. An argv beyond these
+ * cannot be executed anyway (E2BIG); one that cannot be read whole is refused, never
+ * judged by a part. */
+#define MAX_ARGV_BYTES (6 * 1024 * 1024)
+#define MAX_ARGS       (MAX_ARGV_BYTES / (sizeof(uint64_t) + 1))
+#define MAX_ARG_LEN    (32 * 4096)
+#define MAX_IOV        1024 /* IOV_MAX: iovec elements a call */
 
 struct pdk_exec_listener {
     struct event_base *base;
     int fd;
     pdk_exec_handler handler;
+    pdk_exec_known *known; /* the identities of the commands the rules name */
+    bool one_root;         /* every process has the sandbox's root: opened once, in root */
+    int root;
     pthread_t thread; /* serve() */
     bool thread_started;
     int stop_fd;    /* eventfd: the thread stops */
@@ -76,28 +85,6 @@ static char *read_string(pid_t pid, uint64_t addr, size_t max)
     return NULL;
 }
 
-/* The rest of argv from pointer i on, one pointer at a time (the slow path of read_exec). */
-static bool read_argv_from(pid_t pid, uint64_t addr, size_t i, char ***argv, size_t *total)
-{
-    for (; i < MAX_ARGS; i++) {
-        uint64_t ptr = 0;
-        struct iovec local = {&ptr, sizeof(ptr)},
-                     remote = {(void *)(uintptr_t)(addr + i * sizeof(ptr)), sizeof(ptr)};
-        if (process_vm_readv(pid, &local, 1, &remote, 1, 0) != (ssize_t)sizeof(ptr))
-            return false;
-        if (ptr == 0)
-            return true;
-        char *arg = read_string(pid, ptr, MAX_ARG_LEN);
-        if (!arg)
-            return false;
-        *total += strlen(arg);
-        pdk_strv_push_take(argv, arg);
-        if (*total > MAX_ARGV_LEN)
-            return false;
-    }
-    return false;
-}
-
 /* The bytes from addr to the end of its page, at most max. */
 static size_t to_page_end(uint64_t addr, size_t max)
 {
@@ -106,72 +93,129 @@ static size_t to_page_end(uint64_t addr, size_t max)
 }
 
 #define FAST_ARGS    32  /* pointers read in the first call */
-#define FAST_ARG_LEN 256 /* bytes of each argument read in the second */
+#define FAST_ARG_LEN 256 /* bytes of each argument read at once */
 
-/* The path and argv of an exec in pid's memory (new strings; NULL when unreadable).
- * process_vm_readv costs most in its fixed part (finding the mm, the ptrace check), and it
- * moves whole iovec elements only, so: one call for the path and the first argv pointers,
- * one for the first bytes of every argument; whatever does not fit is read piece by piece. */
-static void read_exec(pid_t pid, uint64_t path_addr, uint64_t argv_addr, char **path_out,
-                      char ***argv_out)
+typedef struct argv_read {
+    char *path;         /* NULL when unreadable */
+    char **argv;        /* whole, or NULL (state says why) */
+    size_t argc, bytes; /* counted as far as read */
+    pdk_exec_argv_state state;
+} argv_read;
+
+/* The pointers of argv from index have (ptrs holding have of them) on, a page at a time,
+ * until its NULL. */
+static pdk_exec_argv_state read_pointers(pid_t pid, uint64_t argv_addr, uint64_t **ptrs,
+                                         size_t *have, size_t *cap)
 {
+    for (;;) {
+        for (size_t i = 0; i < *have; i++)
+            if ((*ptrs)[i] == 0) {
+                *have = i;
+                return PDK_EXEC_ARGV_WHOLE;
+            }
+        if (*have >= MAX_ARGS)
+            return PDK_EXEC_ARGV_TOO_LARGE;
+        uint64_t addr = argv_addr + *have * sizeof(uint64_t);
+        size_t n = to_page_end(addr, 4096) / sizeof(uint64_t);
+        if (n == 0)
+            n = 1; /* a pointer across a page boundary (argv not aligned): one at a time */
+        if (*have + n > *cap) {
+            *cap = (*have + n) * 2;
+            *ptrs = xrealloc(*ptrs, *cap * sizeof(uint64_t));
+        }
+        struct iovec local = {*ptrs + *have, n * sizeof(uint64_t)};
+        struct iovec remote = {(void *)(uintptr_t)addr, local.iov_len};
+        if (process_vm_readv(pid, &local, 1, &remote, 1, 0) != (ssize_t)local.iov_len)
+            return PDK_EXEC_ARGV_UNREADABLE;
+        size_t old = *have;
+        *have += n;
+        for (size_t i = old; i < *have; i++)
+            if ((*ptrs)[i] == 0) {
+                *have = i;
+                return PDK_EXEC_ARGV_WHOLE;
+            }
+    }
+}
+
+/* The path and argv of an exec in pid's memory. process_vm_readv costs most in its fixed
+ * part (finding the mm, the ptrace check), and it moves whole iovec elements only, so: one
+ * call for the path and the first argv pointers, the rest of the pointers a page a call,
+ * then the first bytes of up to 1,024 arguments a call; an argument longer than that is
+ * read on its own. */
+static void read_exec(pid_t pid, uint64_t path_addr, uint64_t argv_addr, argv_read *out)
+{
+    memset(out, 0, sizeof(*out));
     char path_buf[4096];
-    uint64_t ptrs[FAST_ARGS];
+    size_t cap = FAST_ARGS;
+    _cleanup_free_ uint64_t *ptrs = xmalloc(cap * sizeof(uint64_t));
     struct iovec local[2] = {{path_buf, to_page_end(path_addr, sizeof(path_buf))},
-                             {ptrs, to_page_end(argv_addr, sizeof(ptrs))}};
+                             {ptrs, to_page_end(argv_addr, FAST_ARGS * sizeof(uint64_t))}};
     struct iovec remote[2] = {{(void *)(uintptr_t)path_addr, local[0].iov_len},
                               {(void *)(uintptr_t)argv_addr, local[1].iov_len}};
     ssize_t n = process_vm_readv(pid, local, 2, remote, 2, 0);
-    *path_out = NULL;
-    *argv_out = NULL;
-    if (n >= (ssize_t)local[0].iov_len) {
-        char *nul = memchr(path_buf, '\0', local[0].iov_len);
-        *path_out = nul ? xstrdup(path_buf) : read_string(pid, path_addr, 4096);
-    } else {
-        *path_out = read_string(pid, path_addr, 4096);
-    }
+    char *nul = n >= (ssize_t)local[0].iov_len ? memchr(path_buf, '\0', local[0].iov_len) : NULL;
+    out->path = nul ? xstrdup(path_buf) : read_string(pid, path_addr, 4096);
 
-    char **argv = xcalloc(1, sizeof(char *));
-    size_t total = 0, nptrs = 0;
-    bool end = false;
-    if (n == (ssize_t)(local[0].iov_len + local[1].iov_len))
-        for (; nptrs < local[1].iov_len / sizeof(uint64_t); nptrs++)
-            if (ptrs[nptrs] == 0) {
-                end = true;
-                break;
-            }
-    /* The first bytes of each argument known so far, in one call. */
-    char bufs[FAST_ARGS][FAST_ARG_LEN];
-    struct iovec l2[FAST_ARGS], r2[FAST_ARGS];
-    for (size_t i = 0; i < nptrs; i++) {
-        l2[i] = (struct iovec){bufs[i], to_page_end(ptrs[i], FAST_ARG_LEN)};
-        r2[i] = (struct iovec){(void *)(uintptr_t)ptrs[i], l2[i].iov_len};
-    }
-    ssize_t got = nptrs ? process_vm_readv(pid, l2, nptrs, r2, nptrs, 0) : 0;
-    size_t done = 0; /* bytes of got accounted for */
-    for (size_t i = 0; i < nptrs; i++) {
-        char *arg = NULL;
-        if (got >= 0 && done + l2[i].iov_len <= (size_t)got) {
-            char *nul = memchr(bufs[i], '\0', l2[i].iov_len);
-            if (nul)
-                arg = xstrndup(bufs[i], (size_t)(nul - bufs[i]));
-        }
-        done += l2[i].iov_len;
-        if (!arg)
-            arg = read_string(pid, ptrs[i], MAX_ARG_LEN);
-        if (!arg)
-            goto fail;
-        total += strlen(arg);
-        pdk_strv_push_take(&argv, arg);
-        if (total > MAX_ARGV_LEN)
-            goto fail;
-    }
-    if (end || read_argv_from(pid, argv_addr, nptrs, &argv, &total)) {
-        *argv_out = argv;
+    if (argv_addr == 0) {
+        /* no argv at all: the kernel runs it with an empty one */
+        out->argv = xcalloc(1, sizeof(char *));
+        out->state = PDK_EXEC_ARGV_WHOLE;
         return;
     }
-fail:
-    pdk_strv_free(argv);
+    size_t have = n == (ssize_t)(local[0].iov_len + local[1].iov_len)
+                      ? local[1].iov_len / sizeof(uint64_t)
+                      : 0;
+    out->state = read_pointers(pid, argv_addr, &ptrs, &have, &cap);
+    if (out->state != PDK_EXEC_ARGV_WHOLE) {
+        out->argc = have;
+        return;
+    }
+    char **argv = xmalloc((have + 1) * sizeof(char *));
+    size_t got_args = 0;
+    _cleanup_free_ char *bufs = xmalloc((size_t)MAX_IOV * FAST_ARG_LEN);
+    struct iovec *l = xmalloc(MAX_IOV * sizeof(*l)), *r = xmalloc(MAX_IOV * sizeof(*r));
+    out->bytes = have * sizeof(uint64_t);
+    for (size_t start = 0; start < have && out->state == PDK_EXEC_ARGV_WHOLE;) {
+        size_t batch = have - start < MAX_IOV ? have - start : MAX_IOV;
+        for (size_t i = 0; i < batch; i++) {
+            l[i] =
+                (struct iovec){bufs + i * FAST_ARG_LEN, to_page_end(ptrs[start + i], FAST_ARG_LEN)};
+            r[i] = (struct iovec){(void *)(uintptr_t)ptrs[start + i], l[i].iov_len};
+        }
+        ssize_t got = process_vm_readv(pid, l, batch, r, batch, 0);
+        size_t done = 0; /* bytes of got accounted for */
+        for (size_t i = 0; i < batch; i++) {
+            char *arg = NULL;
+            if (got >= 0 && done + l[i].iov_len <= (size_t)got) {
+                char *end = memchr(l[i].iov_base, '\0', l[i].iov_len);
+                if (end)
+                    arg = xstrndup(l[i].iov_base, (size_t)(end - (char *)l[i].iov_base));
+            }
+            done += l[i].iov_len;
+            if (!arg)
+                arg = read_string(pid, ptrs[start + i], MAX_ARG_LEN);
+            if (!arg) {
+                out->state = PDK_EXEC_ARGV_UNREADABLE;
+                break;
+            }
+            out->bytes += strlen(arg) + 1;
+            argv[got_args++] = arg;
+            if (out->bytes > MAX_ARGV_BYTES) {
+                out->state = PDK_EXEC_ARGV_TOO_LARGE;
+                break;
+            }
+        }
+        start += batch;
+    }
+    free(l);
+    free(r);
+    argv[got_args] = NULL;
+    out->argc = out->state == PDK_EXEC_ARGV_WHOLE ? got_args : have;
+    if (out->state == PDK_EXEC_ARGV_WHOLE) {
+        out->argv = argv;
+    } else {
+        pdk_strv_free(argv);
+    }
 }
 
 /* Let the system call go on (error 0) or fail it with error. */
@@ -212,29 +256,6 @@ static void tell(pid_t pid, const char *message)
     close(fd);
 }
 
-/* Whether the absolute path names something in pid's view: resolved in its root, its
- * absolute symlinks included (RESOLVE_IN_ROOT). A relative path, or anything uncertain,
- * counts as existing (it is judged). */
-static bool exists_for(pid_t pid, const char *path)
-{
-    if (path[0] != '/')
-        return true;
-    char where[64];
-    snprintf(where, sizeof(where), "/proc/%d/root", (int)pid);
-    int root = open(where, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (root < 0)
-        return true;
-    struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT};
-    int fd = (int)syscall(SYS_openat2, root, path, &how, sizeof(how));
-    int e = errno;
-    close(root);
-    if (fd >= 0) {
-        close(fd);
-        return true;
-    }
-    return e != ENOENT && e != ENOTDIR;
-}
-
 const char *pdk_exec_request_cwd(pdk_exec_request *req)
 {
     if (!req->cwd_buf) {
@@ -245,11 +266,6 @@ const char *pdk_exec_request_cwd(pdk_exec_request *req)
         req->cwd_buf = xstrdup(cwd);
     }
     return req->cwd_buf;
-}
-
-bool pdk_exec_request_exists(const pdk_exec_request *req)
-{
-    return exists_for(req->pid, req->path);
 }
 
 /* Answer what the handler said; the told line is not repeated to the same process (a shell
@@ -287,13 +303,29 @@ typedef struct handoff {
     pid_t pid;
     char *path;
     char **argv;
+    size_t argc, argv_bytes;
+    pdk_exec_target target;
 } handoff;
 
 static void handoff_free(handoff *h)
 {
     free(h->path);
     pdk_strv_free(h->argv);
+    pdk_exec_target_free(&h->target);
     free(h);
+}
+
+static const char *network_call(int nr)
+{
+    if (nr == (int)SYS_connect)
+        return "connect";
+    if (nr == (int)SYS_sendto)
+        return "sendto";
+    if (nr == (int)SYS_sendmsg)
+        return "sendmsg";
+    if (nr == (int)SYS_sendmmsg)
+        return "sendmmsg";
+    return NULL;
 }
 
 /* One notification, on the listener's thread. */
@@ -305,40 +337,64 @@ static void serve_notification(pdk_exec_listener *l)
         return; /* ENOENT: the target died before we read it */
     uint64_t t0 = pdk_now_monotonic_ns();
     pid_t pid = (pid_t)req->pid;
-    if (req->data.nr == (int)SYS_connect) {
-        /* The confined process or a child of it: no network (nested confine). */
-        bool ok = !l->handler.connect || l->handler.connect(l->handler.arg, pid);
+    const char *call = network_call(req->data.nr);
+    if (call) {
+        /* A connection opened by a confined process or a descendant: no network (nested
+         * confine). The filter sends sendto and friends only with MSG_FASTOPEN. */
+        bool ok = !l->handler.connect || l->handler.connect(l->handler.arg, pid, call);
         respond(l, req->id, ok ? 0 : ECONNREFUSED);
         return;
     }
     bool at = req->data.nr != (int)SYS_execve;
     uint64_t path_addr = at ? req->data.args[1] : req->data.args[0];
     uint64_t argv_addr = at ? req->data.args[2] : req->data.args[1];
-    _cleanup_free_ char *path = NULL;
-    _cleanup_strv_ char **argv = NULL;
-    read_exec(pid, path_addr, argv_addr, &path, &argv);
-
-    /* What was read is what the process asked for only while it still waits. */
-    if (ioctl(l->fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &req->id) < 0)
-        return;
-    if (!path)
-        path = xstrdup("");
+    argv_read r;
+    read_exec(pid, path_addr, argv_addr, &r);
+    _cleanup_free_ char *path = r.path ? r.path : xstrdup("");
+    _cleanup_strv_ char **argv = r.argv;
     if (!argv || !argv[0]) {
-        /* unreadable, or argv[0] missing: judged as the path alone */
+        /* unreadable, or argv[0] missing: the path stands for it (an argv that is not
+         * whole is refused by the handler, never judged) */
         pdk_strv_free(argv);
         argv = NULL;
         pdk_strv_push(&argv, path);
     }
+    pdk_exec_call c = {.pid = pid,
+                       .dirfd = at ? (int)req->data.args[0] : AT_FDCWD,
+                       .path = path,
+                       .flags = at ? (int)req->data.args[4] : 0,
+                       .argv = argv};
+    if (l->one_root && l->root < 0)
+        l->root = pdk_exec_open_root(pid); /* the command's: the sandbox's root */
+    pdk_exec_target target;
+    pdk_exec_target_resolve(&c, l->one_root ? l->root : -1, l->known, &target);
+
+    /* What was read is what the process asked for only while it still waits. */
+    if (ioctl(l->fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &req->id) < 0) {
+        pdk_exec_target_free(&target);
+        return;
+    }
     char message[1024] = "";
-    pdk_exec_request er = {.pid = pid, .path = path, .argv = argv};
+    pdk_exec_request er = {.pid = pid,
+                           .path = path,
+                           .argv = argv,
+                           .argc = r.argc,
+                           .argv_bytes = r.bytes,
+                           .argv_state = r.state,
+                           .target = &target};
     pdk_exec_answer answer = l->handler.judge(l->handler.arg, &er, message, sizeof(message));
     free(er.cwd_buf);
     l->execs++;
     l->busy_ns += pdk_now_monotonic_ns() - t0;
     if (answer == PDK_EXEC_ASK) {
         handoff *h = xcalloc(1, sizeof(*h));
-        *h = (handoff){
-            .id = req->id, .pid = pid, .path = steal_pointer(&path), .argv = steal_pointer(&argv)};
+        *h = (handoff){.id = req->id,
+                       .pid = pid,
+                       .path = steal_pointer(&path),
+                       .argv = steal_pointer(&argv),
+                       .argc = r.argc,
+                       .argv_bytes = r.bytes,
+                       .target = target};
         pthread_mutex_lock(&l->lock);
         *l->handoff_tail = h;
         l->handoff_tail = &h->next;
@@ -348,6 +404,7 @@ static void serve_notification(pdk_exec_listener *l)
             pdk_debug("exec listener: cannot wake the loop: %s", strerror(errno));
         return;
     }
+    pdk_exec_target_free(&target);
     answer_request(l, req->id, pid, answer, message);
 }
 
@@ -391,7 +448,13 @@ static void on_handoff(evutil_socket_t fd, short what, void *arg)
         list = h->next;
         if (ioctl(l->fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &h->id) == 0) {
             char message[1024] = "";
-            pdk_exec_request er = {.pid = h->pid, .path = h->path, .argv = h->argv};
+            pdk_exec_request er = {.pid = h->pid,
+                                   .path = h->path,
+                                   .argv = h->argv,
+                                   .argc = h->argc,
+                                   .argv_bytes = h->argv_bytes,
+                                   .argv_state = PDK_EXEC_ARGV_WHOLE,
+                                   .target = &h->target};
             pdk_exec_answer answer =
                 l->handler.ask(l->handler.arg, l, &er, h->id, message, sizeof(message));
             free(er.cwd_buf);
@@ -413,8 +476,12 @@ pdk_exec_listener *pdk_exec_listener_new(struct event_base *base, int listener_f
     pdk_exec_listener *l = xcalloc(1, sizeof(*l));
     l->base = base;
     l->fd = listener_fd;
-    l->stop_fd = l->handoff_fd = -1;
+    l->stop_fd = l->handoff_fd = l->root = -1;
     l->handler = *handler;
+    l->one_root = handler->one_root;
+    l->known = pdk_exec_known_new(handler->known_names, handler->path_list);
+    l->handler.known_names = NULL; /* copied into known */
+    l->handler.path_list = NULL;
     l->handoff_tail = &l->handoff_head;
     pthread_mutex_init(&l->lock, NULL);
     if (syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &l->sizes) < 0)
@@ -496,10 +563,42 @@ void pdk_exec_listener_free(pdk_exec_listener *l)
         close(l->fd);
     if (l->stop_fd >= 0)
         close(l->stop_fd);
+    if (l->root >= 0)
+        close(l->root);
     if (l->handoff_fd >= 0)
         close(l->handoff_fd);
     pthread_mutex_destroy(&l->lock);
+    pdk_exec_known_free(l->known);
     free(l->told);
     free(l->notif);
     free(l);
+}
+
+/* ---- nested confine ---- */
+
+/* The supervisor's own hard limit: every process of the sandbox starts with it. */
+static rlim_t confine_baseline(void)
+{
+    struct rlimit own;
+    if (getrlimit(RLIMIT_LOCKS, &own) < 0)
+        return 0;
+    return own.rlim_max;
+}
+
+int pdk_exec_confine(pid_t pid)
+{
+    if (confine_baseline() == 0) {
+        errno = ENOTSUP;
+        return -1;
+    }
+    struct rlimit mark = {0, 0};
+    return prlimit(pid, RLIMIT_LOCKS, &mark, NULL);
+}
+
+bool pdk_exec_is_confined(pid_t pid)
+{
+    struct rlimit now;
+    if (prlimit(pid, RLIMIT_LOCKS, NULL, &now) < 0)
+        return true;
+    return now.rlim_max < confine_baseline();
 }

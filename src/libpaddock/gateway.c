@@ -67,6 +67,8 @@ void pdk__gw_conn_free(gw_conn *c)
     pdk_http_head_free(c->req);
     pdk_buf_free(&c->broker_body);
     json_decref(c->credentials_used);
+    json_decref(c->placeholders_left);
+    pdk__gw_response_free(c);
     pdk_buf_free_secret(&c->rewrite);
     free(c->captured_host);
     free(c->host);
@@ -164,8 +166,10 @@ void pdk__gw_close_after_flush(gw_conn *c)
 static void reply(gw_conn *c, int status, const char *status_text, const char *decision,
                   json_t *body)
 {
-    char *text = json_dumps(body, JSON_COMPACT | JSON_SORT_KEYS);
+    _cleanup_free_ char *json = json_dumps(body, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(body);
+    /* (what paddock says into the sandbox carries no secret: a provider's error may) */
+    char *text = json ? pdk__gw_outgoing_text(c->g, json) : NULL;
     size_t len = text ? strlen(text) + 1 : 0;
     evbuffer_add_printf(bufferevent_get_output(c->client),
                         "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\n"
@@ -197,6 +201,8 @@ json_t *pdk__gw_request_event(gw_conn *c, const char *decided_by)
         json_object_set_new(o, "path", json_string(c->path));
     if (c->credentials_used)
         json_object_set_new(o, "credentials", json_copy(c->credentials_used));
+    if (c->placeholders_left)
+        json_object_set_new(o, "placeholder_left_in", json_copy(c->placeholders_left));
     json_object_set_new(o, "decision", json_string(pdk_decision_name(c->verdict.decision)));
     json_object_set_new(o, "rule",
                         c->verdict.rule >= 0 ? json_integer(c->verdict.rule) : json_null());
@@ -307,7 +313,6 @@ void pdk__gw_upstream_failed(gw_conn *c, const char *what)
 static void on_upstream_ready(gw_conn *c);
 static void forward_response(gw_conn *c);
 static char *tls_failure(gw_conn *c, struct bufferevent *bev);
-static bool upstream_tls(const gw_conn *c);
 static void intercept(gw_conn *c, const char *host, uint16_t port);
 static void client_read(struct bufferevent *bev, void *arg);
 
@@ -323,9 +328,10 @@ static void upstream_event(struct bufferevent *bev, short what, void *arg)
     if (c->state == ST_CONNECTING) {
         int e = EVUTIL_SOCKET_ERROR();
         _cleanup_free_ char *what_s =
-            upstream_tls(c) ? tls_failure(c, bev)
-                            : xasprintf("cannot connect to %s:%u: %s", c->host, (unsigned)c->port,
-                                        evutil_socket_error_to_string(e));
+            pdk__gw_upstream_tls(c)
+                ? tls_failure(c, bev)
+                : xasprintf("cannot connect to %s:%u: %s", c->host, (unsigned)c->port,
+                            evutil_socket_error_to_string(e));
         pdk__gw_upstream_failed(c, what_s);
         return;
     }
@@ -340,6 +346,7 @@ static void upstream_event(struct bufferevent *bev, short what, void *arg)
             if (e == PDK_HTTP_MESSAGE_COMPLETE) {
                 /* an until-close body ended: so does the client connection */
                 c->response_done = true;
+                pdk__gw_response_end(c, bufferevent_get_output(c->client));
                 json_t *ev = pdk__gw_done_event(c);
                 json_object_set_new(ev, "status", json_integer(c->status));
                 pdk__gw_audit(c->g, "net.response", ev);
@@ -384,14 +391,6 @@ static bool address_allowed(gw_conn *c, const struct sockaddr *sa, socklen_t len
     return false;
 }
 
-/* Whether the upstream connection is TLS: an intercepted one, or an absolute-form https://
- * request (clients such as axios send those to a proxy instead of a CONNECT). */
-static bool upstream_tls(const gw_conn *c)
-{
-    return c->tls_client ||
-           (c->req && c->req->scheme && strcmp(c->req->scheme, "https") == 0 && !pdk__gw_pinned(c));
-}
-
 /* An SSL toward the upstream: SNI and the certificate checked for the request's host (not
  * a `resolve` target's). */
 static SSL *upstream_ssl(gw_conn *c)
@@ -412,7 +411,7 @@ static SSL *upstream_ssl(gw_conn *c)
 static void connect_to(gw_conn *c, const struct sockaddr *sa, socklen_t len)
 {
     c->state = ST_CONNECTING;
-    if (upstream_tls(c)) {
+    if (pdk__gw_upstream_tls(c)) {
         SSL *ssl = upstream_ssl(c);
         c->upstream =
             ssl ? bufferevent_openssl_socket_new(c->g->base, -1, ssl, BUFFEREVENT_SSL_CONNECTING,
@@ -631,6 +630,9 @@ void pdk__gw_next_request(gw_conn *c)
     c->rewrite_body = false;
     json_decref(c->credentials_used);
     c->credentials_used = NULL;
+    json_decref(c->placeholders_left);
+    c->placeholders_left = NULL;
+    pdk__gw_response_free(c);
     pdk_buf_free_secret(&c->rewrite);
     bufferevent_setcb(c->client, client_read, NULL, client_head_event, c);
     bufferevent_enable(c->client, EV_READ);
@@ -691,7 +693,8 @@ static void forward_request_body(gw_conn *c)
             c->request_done = true;
             if (c->rewrite_body) { /* the whole body is here: now the head, and it */
                 pdk_buf msg = {0};
-                pdk__gw_rewritten_request(c, &msg);
+                if (!pdk__gw_rewritten_request(c, &msg))
+                    return; /* refused (and answered) instead */
                 evbuffer_add(bufferevent_get_output(c->upstream), msg.data, msg.len);
                 c->up_bytes += msg.len;
                 pdk_buf_free_secret(&msg);
@@ -722,14 +725,17 @@ static void forward_response(gw_conn *c)
         pdk_http_event e = pdk_http_parse(c->responses, data, avail, &r);
         if (e == PDK_HTTP_HEAD) {
             pdk_buf head = {0};
-            pdk_http_head_serialize(r.head, &head);
+            if (!pdk__gw_response_head(c, r.head, &head)) { /* refused: answered, closing */
+                pdk_buf_free(&head);
+                return;
+            }
             evbuffer_add(out, head.data, head.len);
             c->down_bytes += head.len;
             pdk_buf_free(&head);
             if (r.head->status >= 200 || r.head->upgrade)
                 c->status = r.head->status;
         } else if (e == PDK_HTTP_BODY) {
-            evbuffer_add(out, r.body, r.body_len);
+            pdk__gw_response_body(c, r.body, r.body_len, out);
             c->down_bytes += r.body_len;
             if (evbuffer_get_length(out) >= TUNNEL_HIGH_WATER) {
                 evbuffer_drain(in, r.consumed);
@@ -741,6 +747,7 @@ static void forward_response(gw_conn *c)
             if (h && (h->status >= 200 || h->upgrade)) { /* final (101 included), not 1xx */
                 evbuffer_drain(in, r.consumed);
                 c->response_done = true;
+                pdk__gw_response_end(c, out);
                 if (h->upgrade) { /* 101: the protocol changes, bytes flow unread */
                     json_t *ev = pdk__gw_request_event(c, "");
                     json_object_set_new(ev, "status", json_integer(h->status));
@@ -939,7 +946,7 @@ static void start_request(gw_conn *c)
     }
     /* A placeholder on its way to another host; a client minting its own token with the
      * placeholder secret (answered here). Before any rule. */
-    if (!connect && !pdk__gw_check_placeholders(c))
+    if (!pdk__gw_check_placeholders(c))
         return;
     if (!connect)
         pdk__gw_scan_start(c);
@@ -1126,6 +1133,8 @@ static void capture_first_read(struct bufferevent *bev, void *arg)
                            "a passthrough host's rules must decide without reading requests");
             return;
         }
+        if (!pdk__gw_check_destination(c, c->host))
+            return; /* (its name is resolved on the host: it would leave there) */
         _cleanup_free_ char *how = pdk_policy_describe_net_rule(c->g->policy, c->verdict.rule);
         pdk_error err = {0};
         if (!pdk__gw_audit_required(c->g, "net.connect", pdk__gw_request_event(c, how), &err)) {
@@ -1322,6 +1331,7 @@ void pdk_gateway_free(pdk_gateway *g)
     if (g->ask_timer)
         event_free(g->ask_timer);
     pdk_store_close(g->store);
+    pdk__gw_masks_free(g);
     pdk__gw_credentials_free(g);
     free(g->state_dir);
     SSL_CTX_free(g->server_ctx);

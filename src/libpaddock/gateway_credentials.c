@@ -1,20 +1,33 @@
 /* gateway_credentials.c: credentials the agent never sees (gateway_internal.h).
  *
- * The sandbox holds a placeholder; toward the hosts a credential is bound to, the gateway
- * sets its header ("Authorization: Bearer {token}") and replaces the placeholder wherever
- * it appears in the request's fields. Toward any other host a request that carries a
- * placeholder (in a field, the path or the query) is refused and recorded as an
- * exfiltration attempt: a placeholder is worth nothing elsewhere, but sending it there is
- * what an agent talked into leaking a token would do.
+ * The sandbox holds a placeholder. Toward the hosts a credential is bound to, the gateway
+ * puts the real value only where the credential says: it sets the `inject` header itself
+ * ("Authorization: Bearer {token}", whatever the request had there), replaces the
+ * placeholder in the fields `replace_in_headers` names and, with `replace_in_body`, in the
+ * body. A placeholder anywhere else (another field, the URL) goes on as it is, worthless,
+ * and the request's event says where (placeholder_left_in): a field the agent chose is
+ * what an upstream may echo back (CORS Origin, X-Request-Id, an error page). The value
+ * goes only over TLS, unless the credential allows plain HTTP; otherwise the request is
+ * refused (403) and recorded. Requests to those hosts ask for identity bodies
+ * (Accept-Encoding), so that their answers can be masked (gateway_mask.c).
+ *
+ * Toward any other host a request that carries a placeholder (in its target, a field name
+ * or value, its body or trailer; whole, cut, or encoded: placeholder_scan.h) is refused and
+ * recorded as an exfiltration attempt: a placeholder is worth nothing elsewhere, but sending
+ * it there is what an agent talked into leaking a token would do.
  */
 #include "gateway_internal.h"
 
 #include "display.h"
+#include "redact.h"
+
+#include <strings.h>
 
 int pdk__gw_credentials_copy(pdk_gateway *g, const pdk_gateway_config *cfg, pdk_error *err)
 {
     g->credential_count = cfg->credential_count;
     g->credentials = xcalloc(cfg->credential_count + 1, sizeof(*g->credentials));
+    g->placeholders = pdk_placeholder_set_new();
     if (cfg->credential_count)
         pdk__gw_providers_init();
     for (size_t i = 0; i < cfg->credential_count; i++) {
@@ -25,6 +38,12 @@ int pdk__gw_credentials_copy(pdk_gateway *g, const pdk_gateway_config *cfg, pdk_
         gc->placeholder_app_secret = cfg->credentials[i].placeholder_app_secret
                                          ? xstrdup(cfg->credentials[i].placeholder_app_secret)
                                          : NULL;
+        if (pdk_placeholder_set_add(g->placeholders, gc->placeholder, (int)i) < 0 ||
+            (gc->placeholder_app_secret &&
+             pdk_placeholder_set_add(g->placeholders, gc->placeholder_app_secret, (int)i) < 0))
+            return pdk_error_set(err, EINVAL,
+                                 "credential %s: a placeholder without its random part",
+                                 gc->policy->name);
         if (gc->policy->provider != PDK_CREDENTIAL_STATIC && pdk__gw_token_fresh(g, gc, err) < 0)
             return -1; /* the run stops before anything starts: the provider says why */
     }
@@ -37,12 +56,22 @@ void pdk__gw_credentials_free(pdk_gateway *g)
     pdk_gateway_credentials_free(g->credentials, g->credential_count);
     g->credentials = NULL;
     g->credential_count = 0;
+    pdk_placeholder_set_free(g->placeholders);
+    g->placeholders = NULL;
 }
 
 static bool bound(const pdk_credential *cred, const char *host)
 {
     for (char **h = cred->hosts; h && *h; h++)
         if (pdk_net_host_matches(*h, host))
+            return true;
+    return false;
+}
+
+bool pdk__gw_host_bound(const gw_conn *c)
+{
+    for (size_t i = 0; c->host && i < c->g->credential_count; i++)
+        if (bound(c->g->credentials[i].policy, c->host))
             return true;
     return false;
 }
@@ -57,18 +86,25 @@ static char *replaced(const char *s, const char *needle, const char *with)
     return pdk_buf_steal(&b);
 }
 
-static void refuse_exfiltration(gw_conn *c, const pdk_gateway_credential *gc, const char *where)
+static void refuse_exfiltration(gw_conn *c, const pdk_gateway_credential *gc, const char *where,
+                                const pdk_placeholder_found *found)
 {
+    char how[96];
+    pdk_placeholder_found_describe(found, how, sizeof(how));
+    /* (refused before any rule: none decided it) */
+    c->verdict = (pdk_net_verdict){PDK_DECISION_DENY, PDK_NET_DECIDED, -1, ""};
     json_t *ev = pdk__gw_request_event(c, "");
     json_object_set_new(ev, "credential", json_string(gc->policy->name));
     json_object_set_new(ev, "found_in", json_string(where));
+    json_object_set_new(ev, "encoding", json_string(how));
     pdk__gw_audit(c->g, "credential.exfiltration", ev);
-    _cleanup_free_ char *host_shown = pdk_display(c->host);
+    _cleanup_free_ char *host = pdk_redacted(c->host ? c->host : "");
+    _cleanup_free_ char *host_shown = pdk_display(host);
     pdk_notice(PDK_NOTICE_REQUEST_REFUSED,
                PDK_NOTICE_PRINT | (pdk__gw_refusal_quiet(c) ? PDK_NOTICE_QUIET : 0),
-               "blocked: a request to %s carried the placeholder of credential %s (in its %s), "
-               "which is bound to other hosts",
-               host_shown, gc->policy->name, where);
+               "blocked: a request to %s carried the placeholder of credential %s (in its %s, "
+               "%s), which is bound to other hosts",
+               host_shown, gc->policy->name, where, how);
     c->refusal_noticed = true;
     c->verdict.decision = PDK_DECISION_DENY;
     _cleanup_free_ char *why =
@@ -78,157 +114,106 @@ static void refuse_exfiltration(gw_conn *c, const pdk_gateway_credential *gc, co
     pdk__gw_refuse(c, 403, "Forbidden", why);
 }
 
-/* ---- placeholders in bodies toward other hosts ---- */
+/* ---- placeholders toward other hosts ---- */
 
-enum { CONTENT_PLAIN, CONTENT_SIZE, CONTENT_EXT, CONTENT_DATA, CONTENT_DATA_END, CONTENT_TRAILER };
-
-static gw_content content_start(pdk_http_framing framing)
+/* A scan's ids are credentials' indexes: those not bound to the request's host count. */
+static bool not_bound_here(void *arg, int id)
 {
-    return (gw_content){framing == PDK_HTTP_FRAMING_CHUNKED ? CONTENT_SIZE : CONTENT_PLAIN, 0};
-}
-
-/* One step through a body's raw bytes [*p, end), which the parser has checked strictly:
- * *p advances; returns how many bytes of content start at *piece (0 for framing). */
-static size_t content_step(gw_content *k, const char **p, const char *end, const char **piece)
-{
-    const char *at = *p;
-    size_t n = 0;
-    switch (k->state) {
-    case CONTENT_PLAIN:
-        *piece = at;
-        n = (size_t)(end - at);
-        at = end;
-        break;
-    case CONTENT_SIZE: {
-        int v = pdk_hex_value((unsigned char)*at);
-        if (v >= 0)
-            k->chunk_left = k->chunk_left * 16 + (uint64_t)v;
-        else
-            k->state = *at == '\n' ? (k->chunk_left ? CONTENT_DATA : CONTENT_TRAILER) : CONTENT_EXT;
-        at++;
-        break;
-    }
-    case CONTENT_EXT:
-        if (*at++ == '\n')
-            k->state = k->chunk_left ? CONTENT_DATA : CONTENT_TRAILER;
-        break;
-    case CONTENT_DATA:
-        *piece = at;
-        n = (size_t)(end - at) < k->chunk_left ? (size_t)(end - at) : (size_t)k->chunk_left;
-        at += n;
-        k->chunk_left -= n;
-        if (!k->chunk_left)
-            k->state = CONTENT_DATA_END;
-        break;
-    case CONTENT_DATA_END:
-        if (*at++ == '\n')
-            k->state = CONTENT_SIZE;
-        break;
-    case CONTENT_TRAILER:
-    default:
-        at = end;
-        break;
-    }
-    *p = at;
-    return n;
+    const gw_conn *c = arg;
+    return !c->host || !bound(c->g->credentials[id].policy, c->host);
 }
 
 void pdk__gw_scan_start(gw_conn *c)
 {
     pdk_http_head *h = c->req;
     c->scan_body = false;
-    c->scan_tail_len = 0;
     if (h->upgrade || h->framing == PDK_HTTP_FRAMING_NONE ||
         (h->framing == PDK_HTTP_FRAMING_CONTENT_LENGTH && h->content_length == 0))
         return;
     for (size_t i = 0; i < c->g->credential_count && !c->scan_body; i++)
         c->scan_body = !bound(c->g->credentials[i].policy, c->host);
-    c->scan_content = content_start(h->framing);
-}
-
-/* The placeholder (of a credential not bound to the host) in tail + piece, or NULL. */
-static const pdk_gateway_credential *scan_piece(gw_conn *c, const char *piece, size_t len)
-{
-    /* where a placeholder may straddle the last slice and this one */
-    char joint[2 * sizeof(c->scan_tail)];
-    size_t head = len < sizeof(c->scan_tail) ? len : sizeof(c->scan_tail);
-    memcpy(joint, c->scan_tail, c->scan_tail_len);
-    memcpy(joint + c->scan_tail_len, piece, head);
-    const pdk_gateway_credential *found = NULL;
-    for (size_t i = 0; i < c->g->credential_count && !found; i++) {
-        const pdk_gateway_credential *gc = &c->g->credentials[i];
-        if (bound(gc->policy, c->host))
-            continue;
-        const char *ph[2] = {gc->placeholder, gc->placeholder_app_secret};
-        for (size_t k = 0; k < 2 && !found; k++) {
-            size_t n = ph[k] ? strlen(ph[k]) : 0;
-            if (n &&
-                (memmem(joint, c->scan_tail_len + head, ph[k], n) || memmem(piece, len, ph[k], n)))
-                found = gc;
-        }
-    }
-    /* the new tail: the last bytes of what came so far */
-    size_t keep = sizeof(c->scan_tail) - 1;
-    if (len >= keep) {
-        memcpy(c->scan_tail, piece + len - keep, keep);
-        c->scan_tail_len = keep;
-    } else {
-        size_t total = c->scan_tail_len + len, drop = total > keep ? total - keep : 0;
-        memmove(c->scan_tail, c->scan_tail + drop, c->scan_tail_len - drop);
-        memcpy(c->scan_tail + c->scan_tail_len - drop, piece, len);
-        c->scan_tail_len = total - drop;
-    }
-    return found;
+    c->scan_content = pdk_body_content_start(h->framing == PDK_HTTP_FRAMING_CHUNKED);
+    pdk_placeholder_scan_start(&c->scan, c->g->placeholders, not_bound_here, c);
 }
 
 bool pdk__gw_scan_body(gw_conn *c, const char *data, size_t len)
 {
-    const pdk_gateway_credential *found = NULL;
+    pdk_placeholder_found found = {-1, "", 0};
+    bool hit = false, in_trailer = false;
     const char *p = data, *end = data + len;
-    while (p < end && !found) {
+    while (p < end && !hit) {
         const char *piece = NULL;
-        size_t n = content_step(&c->scan_content, &p, end, &piece);
-        if (n)
-            found = scan_piece(c, piece, n);
+        bool trailer = false;
+        size_t n = pdk_body_content_step(&c->scan_content, &p, end, &piece, &trailer);
+        if (trailer && !in_trailer) /* (the trailer section is not the content's next bytes) */
+            hit = pdk_placeholder_scan_break(&c->scan, &found);
+        in_trailer = trailer;
+        if (n && !hit)
+            hit = pdk_placeholder_scan_feed(&c->scan, piece, n, &found);
     }
-    if (!found)
+    if (!hit)
         return true;
+    const pdk_gateway_credential *gc = &c->g->credentials[found.id];
+    const char *where = in_trailer ? "trailer" : "body";
     if (c->status == 0) {
-        refuse_exfiltration(c, found, "body");
+        refuse_exfiltration(c, gc, where, &found);
     } else { /* the upstream answered already: nothing to say but the end */
+        char how[96];
+        pdk_placeholder_found_describe(&found, how, sizeof(how));
         json_t *ev = pdk__gw_request_event(c, "");
-        json_object_set_new(ev, "credential", json_string(found->policy->name));
-        json_object_set_new(ev, "found_in", json_string("body"));
+        json_object_set_new(ev, "credential", json_string(gc->policy->name));
+        json_object_set_new(ev, "found_in", json_string(where));
+        json_object_set_new(ev, "encoding", json_string(how));
         pdk__gw_audit(c->g, "credential.exfiltration", ev);
         pdk__gw_conn_free(c);
     }
     return false;
 }
 
+/* One string (a field name, the target): a placeholder of a credential not bound here. */
+static bool scan_string(gw_conn *c, const char *s, pdk_placeholder_found *found)
+{
+    return s &&
+           pdk_placeholder_scan_string(c->g->placeholders, not_bound_here, c, s, strlen(s), found);
+}
+
 bool pdk__gw_check_placeholders(gw_conn *c)
 {
     pdk_http_head *h = c->req;
-    for (size_t i = 0; i < c->g->credential_count; i++) {
-        const pdk_gateway_credential *gc = &c->g->credentials[i];
-        if (bound(gc->policy, c->host))
-            continue;
-        const char *where = NULL;
-        for (size_t k = 0; k < h->header_count && !where; k++)
-            if (strstr(h->headers[k].value, gc->placeholder) ||
-                (gc->placeholder_app_secret &&
-                 strstr(h->headers[k].value, gc->placeholder_app_secret)))
-                where = h->headers[k].name;
-        if (!where && h->target &&
-            (strstr(h->target, gc->placeholder) ||
-             (gc->placeholder_app_secret && strstr(h->target, gc->placeholder_app_secret))))
-            where = "URL";
-        if (where) {
-            refuse_exfiltration(c, gc, where);
-            return false;
-        }
-    }
-    return true;
+    pdk_placeholder_found found = {-1, "", 0};
+    _cleanup_free_ char *where = NULL;
+    if (c->g->credential_count == 0)
+        return true;
+    if (scan_string(c, h->target, &found))
+        where = xstrdup(h->method_id == HTTP_CONNECT ? "destination" : "URL");
+    /* field names one by one; the values as one text, in order, as an upstream that joins
+     * them would read them (a placeholder cut in two across two fields is found) */
+    for (size_t k = 0; !where && k < h->header_count; k++)
+        if (scan_string(c, h->headers[k].name, &found))
+            where = xasprintf("field name %.64s", h->headers[k].name);
+    pdk_placeholder_scan values;
+    pdk_placeholder_scan_start(&values, c->g->placeholders, not_bound_here, c);
+    for (size_t k = 0; !where && k < h->header_count; k++)
+        if (pdk_placeholder_scan_feed(&values, h->headers[k].value, strlen(h->headers[k].value),
+                                      &found) ||
+            (k + 1 == h->header_count && pdk_placeholder_scan_break(&values, &found)))
+            where = xasprintf("%.64s field", h->headers[k].name); /* (where it ends) */
+    if (!where)
+        return true;
+    refuse_exfiltration(c, &c->g->credentials[found.id], where, &found);
+    return false;
 }
+
+bool pdk__gw_check_destination(gw_conn *c, const char *host)
+{
+    pdk_placeholder_found found = {-1, "", 0};
+    if (c->g->credential_count == 0 || !scan_string(c, host, &found))
+        return true;
+    refuse_exfiltration(c, &c->g->credentials[found.id], "destination", &found);
+    return false;
+}
+
+/* ---- credentials put on requests ---- */
 
 static void provider_failed(gw_conn *c, const pdk_gateway_credential *gc, const char *why)
 {
@@ -251,6 +236,55 @@ static void resume_request(gw_conn *c, const char *failure)
         pdk__gw_proceed(c, how ? how : "");
 }
 
+/* Whether credential gc's value may go on this request: over TLS, or allowed plain. */
+static bool transport_ok(const gw_conn *c, const pdk_gateway_credential *gc)
+{
+    return gc->policy->allow_plain_http || pdk__gw_upstream_tls(c);
+}
+
+/* The value would go over plain HTTP: refused (403) and recorded. */
+static void refuse_plain_http(gw_conn *c, const pdk_gateway_credential *gc)
+{
+    json_t *ev = pdk__gw_request_event(c, "");
+    json_object_set_new(ev, "credential", json_string(gc->policy->name));
+    json_object_set_new(ev, "refused", json_string("plain HTTP"));
+    pdk__gw_audit(c->g, "credential.refused", ev);
+    c->verdict.decision = PDK_DECISION_DENY;
+    _cleanup_free_ char *why =
+        xasprintf("credential %s is sent only over TLS, and this request to %s is plain HTTP (use "
+                  "https://, or set allow_plain_http: true on the credential)",
+                  gc->policy->name, c->host);
+    pdk__gw_refuse(c, 403, "Forbidden", why);
+}
+
+static bool names_field(const pdk_credential *cred, const char *name)
+{
+    for (char **f = cred->replace_in_headers; f && *f; f++)
+        if (strcasecmp(*f, name) == 0)
+            return true;
+    return false;
+}
+
+static bool has_body(const pdk_http_head *h)
+{
+    return !h->upgrade &&
+           (h->framing == PDK_HTTP_FRAMING_CHUNKED ||
+            (h->framing == PDK_HTTP_FRAMING_CONTENT_LENGTH && h->content_length > 0));
+}
+
+static void note(json_t **list, const char *name)
+{
+    if (!*list)
+        *list = json_array();
+    json_t *s = json_string(name);
+    for (size_t i = 0; i < json_array_size(*list); i++)
+        if (json_equal(json_array_get(*list, i), s)) {
+            json_decref(s);
+            return;
+        }
+    json_array_append_new(*list, s);
+}
+
 gw_apply pdk__gw_apply_credentials(gw_conn *c, const char *how)
 {
     pdk_gateway *g = c->g;
@@ -263,12 +297,39 @@ gw_apply pdk__gw_apply_credentials(gw_conn *c, const char *how)
             pdk__gw_token_wait(c, i, resume_request);
             return GW_PARKED;
         }
+    /* what each bound credential would put on, checked before anything is */
+    bool any = false;
+    for (size_t i = 0; i < g->credential_count; i++) {
+        const pdk_gateway_credential *gc = &g->credentials[i];
+        if (!bound(gc->policy, c->host))
+            continue;
+        any = true;
+        bool puts = gc->policy->inject_header != NULL;
+        for (size_t k = 0; k < h->header_count && !puts; k++)
+            puts = names_field(gc->policy, h->headers[k].name) &&
+                   strstr(h->headers[k].value, gc->placeholder);
+        if (puts && !transport_ok(c, gc)) {
+            refuse_plain_http(c, gc);
+            return GW_REFUSED;
+        }
+        if (gc->policy->replace_in_body && has_body(h) &&
+            h->framing == PDK_HTTP_FRAMING_CONTENT_LENGTH &&
+            h->content_length > PDK_GW_REWRITE_MAX) {
+            c->verdict.decision = PDK_DECISION_DENY;
+            pdk__gw_refuse(
+                c, 413, "Payload Too Large",
+                "a body whose placeholders are replaced (replace_in_body) is over 1 MiB");
+            return GW_REFUSED;
+        }
+    }
     for (size_t i = 0; i < g->credential_count; i++) {
         const pdk_gateway_credential *gc = &g->credentials[i];
         if (!bound(gc->policy, c->host))
             continue;
         bool used = false;
         for (size_t k = 0; k < h->header_count; k++) {
+            if (!names_field(gc->policy, h->headers[k].name))
+                continue;
             _cleanup_free_ char *v = replaced(h->headers[k].value, gc->placeholder, gc->value);
             if (v) {
                 _cleanup_free_ char *name = xstrdup(h->headers[k].name);
@@ -286,29 +347,28 @@ gw_apply pdk__gw_apply_credentials(gw_conn *c, const char *how)
             if (v)
                 sodium_memzero(v, strlen(v));
         }
-        if (gc->policy->replace_in_body && !h->upgrade &&
-            (h->framing == PDK_HTTP_FRAMING_CHUNKED ||
-             (h->framing == PDK_HTTP_FRAMING_CONTENT_LENGTH && h->content_length > 0))) {
-            if (h->framing == PDK_HTTP_FRAMING_CONTENT_LENGTH &&
-                h->content_length > PDK_GW_REWRITE_MAX) {
-                c->verdict.decision = PDK_DECISION_DENY;
-                pdk__gw_refuse(c, 413, "Payload Too Large",
-                               "a body whose placeholders are replaced (replace_in_body) is "
-                               "over 1 MiB");
-                return GW_REFUSED;
-            }
+        if (gc->policy->replace_in_body && has_body(h))
             c->rewrite_body = true;
+        if (used) /* recorded with the request (its net.request event) */
+            note(&c->credentials_used, gc->policy->name);
+    }
+    /* a placeholder left where no credential of this host replaces it: it goes on as it
+     * is (worth nothing), and the event says where */
+    for (size_t k = 0; k < h->header_count; k++)
+        for (size_t i = 0; i < g->credential_count; i++) {
+            const pdk_gateway_credential *gc = &g->credentials[i];
+            if (bound(gc->policy, c->host) && strstr(h->headers[k].value, gc->placeholder))
+                note(&c->placeholders_left, h->headers[k].name);
         }
-        if (used) { /* recorded with the request (its net.request event) */
-            if (!c->credentials_used)
-                c->credentials_used = json_array();
-            json_array_append_new(c->credentials_used, json_string(gc->policy->name));
-        }
+    if (any) {
+        /* answers come unencoded, so that they can be masked (gateway_mask.c) */
+        pdk_error err = {0};
+        (void)pdk_http_head_set(h, "Accept-Encoding", "identity", &err);
     }
     return GW_APPLIED;
 }
 
-void pdk__gw_rewritten_request(gw_conn *c, pdk_buf *out)
+bool pdk__gw_rewritten_request(gw_conn *c, pdk_buf *out)
 {
     pdk_http_head *h = c->req;
     /* the content alone (a chunked body's framing and trailers left out) */
@@ -317,11 +377,12 @@ void pdk__gw_rewritten_request(gw_conn *c, pdk_buf *out)
         plain = c->rewrite;
         c->rewrite = (pdk_buf){0};
     }
-    gw_content k = content_start(h->framing);
+    pdk_body_content k = pdk_body_content_start(h->framing == PDK_HTTP_FRAMING_CHUNKED);
     for (const char *p = c->rewrite.data, *end = p + c->rewrite.len; p && p < end;) {
         const char *piece = NULL;
-        size_t n = content_step(&k, &p, end, &piece);
-        if (n)
+        bool trailer = false;
+        size_t n = pdk_body_content_step(&k, &p, end, &piece, &trailer);
+        if (n && !trailer)
             pdk_buf_append(&plain, piece, n);
     }
     pdk_buf_free_secret(&c->rewrite);
@@ -330,6 +391,11 @@ void pdk__gw_rewritten_request(gw_conn *c, pdk_buf *out)
         if (!gc->policy->replace_in_body || !bound(gc->policy, c->host) || !gc->value ||
             !plain.data || !memmem(plain.data, plain.len, gc->placeholder, strlen(gc->placeholder)))
             continue;
+        if (!transport_ok(c, gc)) {
+            pdk_buf_free_secret(&plain);
+            refuse_plain_http(c, gc);
+            return false;
+        }
         /* (bodies are bytes: a NUL in one ends no string here) */
         pdk_buf next = {0};
         pdk_buf_replace_all(&next, plain.data, plain.len, gc->placeholder, gc->value);
@@ -347,6 +413,7 @@ void pdk__gw_rewritten_request(gw_conn *c, pdk_buf *out)
     pdk_http_head_serialize(h, out);
     pdk_buf_append(out, plain.data ? plain.data : "", plain.len);
     pdk_buf_free_secret(&plain);
+    return true;
 }
 
 /* ---- token brokering ---- */
@@ -420,8 +487,9 @@ static void broker_reply(gw_conn *c, pdk_gateway_credential *gc)
     json_t *answer = json_pack("{s:i, s:s, s:s, s:s, s:I}", "code", 0, "msg", "ok",
                                "tenant_access_token", gc->placeholder, "app_access_token",
                                gc->placeholder, "expire", (json_int_t)(left > 0 ? left : 0));
-    char *text = json_dumps(answer, JSON_COMPACT);
+    _cleanup_free_ char *json = json_dumps(answer, JSON_COMPACT);
     json_decref(answer);
+    char *text = pdk__gw_outgoing_text(c->g, json ? json : "");
     json_t *ev = pdk__gw_request_event(c, "");
     json_object_set_new(ev, "credential", json_string(gc->policy->name));
     json_object_set_new(ev, "expire", json_integer(left));

@@ -7,6 +7,9 @@
  *   gateway_ask.c     a request held while a human is asked
  *   gateway_dns.c     the DNS stub's server (UDP and TCP)
  *   gateway_owner.c   the process behind a connection
+ *   gateway_credentials.c  credentials put on requests, placeholders kept to their hosts
+ *   gateway_providers.c    minted credentials
+ *   gateway_mask.c    what goes into the sandbox: real secrets masked
  */
 #ifndef PADDOCK_GATEWAY_INTERNAL_H
 #define PADDOCK_GATEWAY_INTERNAL_H
@@ -19,6 +22,8 @@
 #include "log.h"
 #include "net_address.h"
 #include "net_rules.h"
+#include "placeholder_scan.h"
+#include "secret_mask.h"
 #include "tls_ca.h"
 #include "tls_sni.h"
 #include "util.h"
@@ -70,12 +75,8 @@ typedef enum conn_state {
 typedef struct gw_conn gw_conn;
 typedef struct splice_dir splice_dir;
 typedef struct gw_refresh gw_refresh;
-/* Where a body's content is in its raw bytes: the state of taking a chunked body's
- * framing off, slice by slice (gateway_credentials.c). */
-typedef struct gw_content {
-    uint8_t state;
-    uint64_t chunk_left;
-} gw_content;
+typedef struct gw_masks gw_masks;
+typedef struct gw_response gw_response;
 /* What a connection that waited for a token does next: failure is NULL when the token is
  * fresh, else why the provider failed. */
 typedef void (*gw_token_resume)(gw_conn *c, const char *failure);
@@ -110,7 +111,9 @@ struct pdk_gateway {
     /* credentials (gateway_credentials.c) */
     pdk_gateway_credential *credentials;
     size_t credential_count;
-    gw_refresh *refresh; /* [credential_count]: a mint in flight, who waits for it */
+    gw_refresh *refresh;               /* [credential_count]: a mint in flight, who waits for it */
+    pdk_placeholder_set *placeholders; /* every credential's, by its index */
+    gw_masks *masks;                   /* the real values, as the registry has them (mask) */
     /* TLS interception */
     pdk_tls_ca *ca;
     SSL_CTX *server_ctx; /* toward the sandbox: leaves minted by the CA */
@@ -144,13 +147,18 @@ struct gw_conn {
     pdk_buf rewrite;
     /* A body toward a host some credential is not bound to is scanned as it streams for
      * that credential's placeholders (gateway_credentials.c): the de-chunking state and
-     * the last bytes of the content, for a placeholder split across slices. */
+     * the scan, which carries a placeholder split across slices. */
     bool scan_body;
-    gw_content scan_content;
-    size_t scan_tail_len;
-    char scan_tail[128];
-    /* The credentials put on the current request (names): part of its events. */
+    pdk_body_content scan_content;
+    pdk_placeholder_scan scan;
+    /* The credentials put on the current request (names), and the fields toward their
+     * hosts where a placeholder went on as it was (not named by its credential): part of
+     * its events. */
     json_t *credentials_used;
+    json_t *placeholders_left;
+    /* The current response, masked on its way to the sandbox (gateway_mask.c); NULL when it
+     * is not (its host has no credential). */
+    gw_response *response;
     bool owner_looked;
     pid_t pid; /* the process whose socket this is, 0: unknown */
     char comm[16];
@@ -185,6 +193,14 @@ struct gw_conn {
 static inline bool pdk__gw_pinned(const gw_conn *c)
 {
     return c->kind == CONN_CAPTURE || c->tls_client;
+}
+
+/* Whether the upstream connection is TLS: an intercepted one, or an absolute-form https://
+ * request (clients such as axios send those to a proxy instead of a CONNECT). */
+static inline bool pdk__gw_upstream_tls(const gw_conn *c)
+{
+    return c->tls_client ||
+           (c->req && c->req->scheme && strcmp(c->req->scheme, "https") == 0 && !pdk__gw_pinned(c));
 }
 
 /* gateway.c */
@@ -229,8 +245,9 @@ gw_apply pdk__gw_apply_credentials(gw_conn *c, const char *how);
 /* replace_in_body, request bodies held to be rewritten: at most this many bytes (413). */
 #define PDK_GW_REWRITE_MAX (1024 * 1024)
 /* The held request (c->rewrite complete): its placeholders replaced, the body de-chunked,
- * its head given the new Content-Length; head and body appended to out. */
-void pdk__gw_rewritten_request(gw_conn *c, pdk_buf *out);
+ * its head given the new Content-Length; head and body appended to out. false when it was
+ * refused instead (a value that may not go over plain HTTP): nothing appended. */
+bool pdk__gw_rewritten_request(gw_conn *c, pdk_buf *out);
 /* Whether the current request's body is to be scanned for placeholders (sets c->scan_body
  * and resets the scanner). */
 void pdk__gw_scan_start(gw_conn *c);
@@ -238,9 +255,15 @@ void pdk__gw_scan_start(gw_conn *c);
  * placeholder bound elsewhere; the slice is not to be forwarded, and the request was
  * refused and recorded (the connection ends). */
 bool pdk__gw_scan_body(gw_conn *c, const char *data, size_t len);
-/* Before any rule: a request that carries a placeholder to a host its credential is not
- * bound to is refused and recorded as an exfiltration attempt (false). */
+/* Before any rule: a request (its target, field names and values) that carries a
+ * placeholder to a host its credential is not bound to is refused and recorded as an
+ * exfiltration attempt (false). */
 bool pdk__gw_check_placeholders(gw_conn *c);
+/* The same for a connection's destination alone (a captured passthrough's name): false
+ * when it was refused (the connection ends). */
+bool pdk__gw_check_destination(gw_conn *c, const char *host);
+/* Whether a credential is bound to the connection's host. */
+bool pdk__gw_host_bound(const gw_conn *c);
 int pdk__gw_credentials_copy(pdk_gateway *g, const pdk_gateway_config *cfg, pdk_error *err);
 void pdk__gw_credentials_free(pdk_gateway *g);
 /* A request to a Feishu credential's token endpoint that carries its placeholder app
@@ -269,6 +292,24 @@ void pdk__gw_token_wait(gw_conn *c, size_t i, gw_token_resume resume);
 void pdk__gw_token_unwait(gw_conn *c);
 /* Wait for the mints in flight and release what they hold (at the gateway's end). */
 void pdk__gw_refresh_free(pdk_gateway *g);
+
+/* gateway_mask.c: what goes into the sandbox (redact.h, secret_mask.h). Responses from a
+ * host a credential is bound to are masked: heads and trailers always, bodies unless
+ * compressed (the gateway asked for identity: a compressed body is refused with a 502).
+ * A response head: serialised into out (masked); false when the response was refused
+ * instead (the connection answered and closing: touch nothing more). */
+bool pdk__gw_response_head(gw_conn *c, const pdk_http_head *head, pdk_buf *out);
+/* Body bytes (raw, as they came) toward the client: what may go now, added to out. */
+void pdk__gw_response_body(gw_conn *c, const char *data, size_t len, struct evbuffer *out);
+/* The response ended: what was held back, added to out. */
+void pdk__gw_response_end(gw_conn *c, struct evbuffer *out);
+/* The response state gone (a response cut short: what was held is dropped). */
+void pdk__gw_response_free(gw_conn *c);
+/* A text paddock itself sends into the sandbox, with every real value masked (new
+ * string). */
+char *pdk__gw_outgoing_text(pdk_gateway *g, const char *text);
+/* At the gateway's end. */
+void pdk__gw_masks_free(pdk_gateway *g);
 
 /* gateway_owner.c */
 struct sock_owner *pdk__gw_owners_new(void);

@@ -69,6 +69,15 @@ typedef struct minted {
     char *next_refresh_token;
 } minted;
 
+/* A secret of credential cred read or received here, registered for redaction (redact.h:
+ * nothing sends it into the sandbox, nor into the audit log); what says what it is. */
+static void register_secret(const pdk_credential *cred, const char *value, const char *what)
+{
+    _cleanup_free_ char *label =
+        what ? xasprintf("%s (%s)", cred->name, what) : xstrdup(cred->name);
+    pdk_redact_add_named(value, label);
+}
+
 static void minted_clear(minted *m)
 {
     pdk_free_secret(m->token);
@@ -175,6 +184,8 @@ static int feishu_mint(pdk_gateway *g, pdk_gateway_credential *gc, minted *m, pd
     const char *v = pdk_vault_get(vault, cred->app_id_secret, true, err);
     char *app_id = v ? xstrdup(v) : NULL;
     v = app_id ? pdk_vault_get(vault, cred->app_secret_secret, true, err) : NULL;
+    if (v)
+        register_secret(cred, v, "app secret");
     json_t *req = v ? json_pack("{s:s, s:s}", "app_id", app_id, "app_secret", v) : NULL;
     char *body = req ? json_dumps(req, JSON_COMPACT) : NULL;
     json_decref(req); /* (jansson does not wipe its copies: they live a moment) */
@@ -213,6 +224,8 @@ static int oauth2_refresh(pdk_gateway *g, pdk_gateway_credential *gc, minted *m,
      * session may have just replaced */
     const char *v = pdk_vault_get(vault, cred->refresh_token_secret, true, err);
     char *refresh = v ? xstrdup(v) : NULL;
+    if (refresh) /* (before the endpoint's answer, which may quote it) */
+        register_secret(cred, refresh, "refresh token");
     char *client_id = NULL, *client_secret = NULL;
     bool ok = refresh != NULL;
     if (ok && cred->client_id_secret) {
@@ -222,6 +235,8 @@ static int oauth2_refresh(pdk_gateway *g, pdk_gateway_credential *gc, minted *m,
     if (ok && cred->client_secret_secret) {
         v = pdk_vault_get(vault, cred->client_secret_secret, true, err);
         ok = (client_secret = v ? xstrdup(v) : NULL) != NULL;
+        if (ok)
+            register_secret(cred, client_secret, "client secret");
     }
     pdk_vault_close(vault);
     pdk_buf body = {0};
@@ -290,6 +305,9 @@ static int mint(pdk_gateway *g, pdk_gateway_credential *gc, const char *cache_na
                                                             : feishu_mint(g, gc, m, err);
     if (r < 0)
         return -1;
+    register_secret(cred, m->token, NULL);
+    if (m->next_refresh_token)
+        register_secret(cred, m->next_refresh_token, "refresh token");
     _cleanup_free_ char *entry = pdk_token_cache_format(m->token, m->expires_ns, m->lifetime_ns);
     pdk_vault_item items[2] = {{cache_name, "token", entry},
                                {cred->refresh_token_secret, "token", m->next_refresh_token}};
@@ -342,10 +360,11 @@ static int obtain(pdk_gateway *g, pdk_gateway_credential *gc, minted *m, pdk_err
     return r;
 }
 
-/* In the loop's thread: the new token replaces the old one. */
+/* In the loop's thread: the new token replaces the old one (which stays registered: it
+ * may be valid until its own end). */
 static void install(pdk_gateway_credential *gc, minted *m)
 {
-    pdk_redact_add(m->token);
+    register_secret(gc->policy, m->token, NULL);
     pdk_free_secret((char *)gc->value);
     gc->value = m->token;
     gc->expires_ns = m->expires_ns;

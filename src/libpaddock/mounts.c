@@ -555,6 +555,23 @@ static int make_readonly(builder *b, const char *p, const char *inside_path)
     return 0;
 }
 
+/* Directories bound over themselves: mount points, which cannot be renamed or removed. */
+static int setup_pinned(builder *b)
+{
+    for (size_t i = 0; b->cfg->pin_paths && b->cfg->pin_paths[i]; i++) {
+        const char *inside = b->cfg->pin_paths[i];
+        _cleanup_free_ char *p = in_root(inside);
+        struct stat st;
+        if (lstat(p, &st) < 0)
+            return pdk_error_set(b->err, errno, "pinning %s", inside);
+        if (!S_ISDIR(st.st_mode))
+            return pdk_error_set(b->err, 0, "pinning %s: not a directory", inside);
+        if (mount(p, p, NULL, MS_BIND, NULL) < 0)
+            return pdk_error_set(b->err, errno, "pinning %s", inside);
+    }
+    return 0;
+}
+
 static int setup_protected(builder *b)
 {
     pdk_buf made = {0};
@@ -683,7 +700,8 @@ static int build_rest(builder *b, pdk_mount_sources *src)
     if (setup_workspace(b, src) < 0)
         return -1;
     pdk_trace("child: workspace mounted");
-    if (setup_binds(b, src) < 0 || setup_hidden(b) < 0 || setup_protected(b) < 0)
+    if (setup_binds(b, src) < 0 || setup_hidden(b) < 0 || setup_pinned(b) < 0 ||
+        setup_protected(b) < 0)
         return -1;
     pdk_trace("child: binds hidden protected");
     return 0;

@@ -26,6 +26,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 #include <yaml.h>
 
@@ -1200,6 +1201,29 @@ static void handle_nested_userns(parse_state *st, const char *field, yaml_node_t
     parse_bool(st, field, n, &st->policy->nested_userns);
 }
 
+/* ---- home ---- */
+
+static void handle_home_persist(parse_state *st, const char *field, yaml_node_t *n)
+{
+    const char *v = scalar_text(st, field, n, "a name");
+    if (!v)
+        return;
+    size_t len = strlen(v);
+    bool ok = len > 0 && len <= PDK_HOME_NAME_MAX && v[0] != '.' && v[0] != '-';
+    for (size_t i = 0; ok && i < len; i++)
+        ok = pdk_name_char((unsigned char)v[i]);
+    if (!ok) {
+        _cleanup_free_ char *q = quote_str(v);
+        diag_node(st, n,
+                  "%s: %s is not a home name (letters, digits, '.', '_', '-', at most %d, not "
+                  "starting with '.' or '-'; e.g. codex)",
+                  field, q, PDK_HOME_NAME_MAX);
+        return;
+    }
+    free(st->policy->home_persist);
+    st->policy->home_persist = xstrdup(v);
+}
+
 /* ---- commands ---- */
 
 /* One token of a pattern: a glob, or a list of them (alternatives). NULL after a
@@ -1290,14 +1314,68 @@ static bool parse_quiet(parse_state *st, const char *field, yaml_node_t *n, bool
     return true;
 }
 
+/* A pattern: a list of tokens, each a word or a list of alternatives (a single word is a
+ * pattern of one token). *tokens and *ntokens NULL/0 after a diagnostic. */
+static bool command_pattern(parse_state *st, const char *field, yaml_node_t *n, char ****tokens,
+                            size_t *ntokens, bool word_alone)
+{
+    *tokens = NULL;
+    *ntokens = 0;
+    if (word_alone && n->type == YAML_SCALAR_NODE) {
+        char **alts = pattern_token(st, field, n);
+        if (!alts)
+            return false;
+        *tokens = xcalloc(1, sizeof(**tokens));
+        (*tokens)[0] = alts;
+        *ntokens = 1;
+        return true;
+    }
+    yaml_node_item_t *items;
+    size_t nitems = 0;
+    if (!list_items(st, field, n, &items, &nitems))
+        return false;
+    if (nitems == 0) {
+        diag_node(st, n,
+                  "%s: an empty pattern matches nothing (give the command's first words, e.g. "
+                  "[git, push])",
+                  field);
+        return false;
+    }
+    bool ok = true;
+    char ***t = xcalloc(nitems, sizeof(*t));
+    for (size_t i = 0; i < nitems; i++) {
+        _cleanup_free_ char *tf = xasprintf("%s[%zu]", field, i);
+        yaml_node_t *item = node_at(st, items[i]);
+        t[i] = item ? pattern_token(st, tf, item) : NULL;
+        if (!t[i])
+            ok = false;
+    }
+    if (!ok) {
+        for (size_t i = 0; i < nitems; i++)
+            pdk_strv_free(t[i]);
+        free(t);
+        return false;
+    }
+    *tokens = t;
+    *ntokens = nitems;
+    return true;
+}
+
+static void free_pattern(char ***tokens, size_t ntokens)
+{
+    for (size_t i = 0; i < ntokens; i++)
+        pdk_strv_free(tokens[i]);
+    free(tokens);
+}
+
 static void command_rule(parse_state *st, const char *field, yaml_node_t *n)
 {
     static const key_spec keys[] = {
-        {"match", NULL}, {"decision", NULL}, {"reason", NULL}, {"quiet", NULL}};
+        {"match", NULL}, {"decision", NULL}, {"reason", NULL}, {"under", NULL}, {"quiet", NULL}};
     yaml_node_t *values[PDK_ARRAY_SIZE(keys)];
     if (!mapping_values(st, field, n, keys, PDK_ARRAY_SIZE(keys), values))
         return;
-    yaml_node_t *match = values[0], *decision = values[1], *reason = values[2];
+    yaml_node_t *match = values[0], *decision = values[1], *reason = values[2], *under = values[3];
     bool ok = true;
     if (!match) {
         diag_node(st, n, "%s: a rule needs \"match\" (an argv prefix, e.g. [git, push])", field);
@@ -1317,45 +1395,57 @@ static void command_rule(parse_state *st, const char *field, yaml_node_t *n)
     if (reason && !(why = scalar_text(st, rfield, reason, "a reason (one line of text)")))
         ok = false;
     bool quiet = false;
-    if (values[3] && !parse_quiet(st, field, values[3], decided, d, &quiet))
+    if (values[4] && !parse_quiet(st, field, values[4], decided, d, &quiet))
         ok = false;
     char ***tokens = NULL;
     size_t ntokens = 0;
     _cleanup_free_ char *mfield = xasprintf("%s.match", field);
-    if (match) {
+    if (match && !command_pattern(st, mfield, match, &tokens, &ntokens, false))
+        ok = false;
+    /* under: a list of patterns (each a word, or a list of words and alternatives) */
+    char ****under_tokens = NULL;
+    size_t *under_counts = NULL, nunder = 0;
+    _cleanup_free_ char *ufield = xasprintf("%s.under", field);
+    if (under) {
         yaml_node_item_t *items;
         size_t nitems = 0;
-        if (!list_items(st, mfield, match, &items, &nitems)) {
+        if (!list_items(st, ufield, under, &items, &nitems)) {
             ok = false;
         } else if (nitems == 0) {
-            diag_node(st, match,
-                      "%s: an empty pattern matches nothing (give the command's first "
-                      "words, e.g. [git, push])",
-                      mfield);
+            diag_node(st, under,
+                      "%s: an empty list holds under no process (give the commands whose "
+                      "children the rule is for, e.g. [[npm, install], npx])",
+                      ufield);
             ok = false;
         } else {
-            tokens = xcalloc(nitems, sizeof(*tokens));
+            under_tokens = xcalloc(nitems, sizeof(*under_tokens));
+            under_counts = xcalloc(nitems, sizeof(*under_counts));
+            nunder = nitems;
             for (size_t i = 0; i < nitems; i++) {
-                _cleanup_free_ char *tf = xasprintf("%s[%zu]", mfield, i);
+                _cleanup_free_ char *pf = xasprintf("%s[%zu]", ufield, i);
                 yaml_node_t *item = node_at(st, items[i]);
-                tokens[i] = item ? pattern_token(st, tf, item) : NULL;
-                if (!tokens[i])
+                if (!item ||
+                    !command_pattern(st, pf, item, &under_tokens[i], &under_counts[i], true))
                     ok = false;
             }
-            ntokens = nitems;
         }
     }
     if (ok) {
         pdk_command_rules *rules = &st->policy->commands;
         pdk_command_rules_add(rules, (char *const *const *)tokens, ntokens, d, why);
         rules->rules[rules->count - 1].quiet = quiet;
+        for (size_t i = 0; i < nunder; i++)
+            pdk_command_rules_add_under(rules, rules->count - 1,
+                                        (char *const *const *)under_tokens[i], under_counts[i]);
         st->policy->rule_lines =
             xrealloc(st->policy->rule_lines, rules->count * sizeof(*st->policy->rule_lines));
         st->policy->rule_lines[rules->count - 1] = clamp_int(n->start_mark.line + 1);
     }
-    for (size_t i = 0; i < ntokens; i++)
-        pdk_strv_free(tokens[i]);
-    free(tokens);
+    free_pattern(tokens, ntokens);
+    for (size_t i = 0; i < nunder; i++)
+        free_pattern(under_tokens[i], under_counts[i]);
+    free(under_tokens);
+    free(under_counts);
 }
 
 static void handle_commands_rules(parse_state *st, const char *field, yaml_node_t *n)
@@ -1366,7 +1456,8 @@ static void handle_commands_rules(parse_state *st, const char *field, yaml_node_
 /* Examples are checked once every rule is known (the rules may come after them). */
 typedef struct pending_example {
     char **argv;
-    char *shown; /* the command as written */
+    char **under; /* the argv of the installer it runs under, or NULL */
+    char *shown;  /* the command as written */
     pdk_decision expected;
     yaml_node_t *node;
     char *field;
@@ -1374,19 +1465,33 @@ typedef struct pending_example {
 
 static void example(parse_state *st, const char *field, yaml_node_t *n)
 {
-    static const key_spec keys[] = {{"command", NULL}, {"argv", NULL}, {"decision", NULL}};
+    static const key_spec keys[] = {
+        {"command", NULL}, {"argv", NULL}, {"decision", NULL}, {"under", NULL}};
     yaml_node_t *values[PDK_ARRAY_SIZE(keys)];
     if (!mapping_values(st, field, n, keys, PDK_ARRAY_SIZE(keys), values))
         return;
-    yaml_node_t *command = values[0], *argv = values[1], *decision = values[2];
+    yaml_node_t *command = values[0], *argv = values[1], *decision = values[2], *under = values[3];
+    _cleanup_strv_ char **under_argv = NULL;
+    if (under) {
+        _cleanup_free_ char *ufield = xasprintf("%s.under", field);
+        const char *line = scalar_text(st, ufield, under, "a command line (of the installer)");
+        if (!line)
+            return;
+        if (!*line) {
+            diag_node(st, under, "%s: the command line is empty (give the installer's)", ufield);
+            return;
+        }
+        under_argv = pdk_policy_example_argv(line);
+    }
     pdk_decision d;
     if (!decision) {
         diag_node(st, n, "%s: an example needs \"decision\" (what the rules must decide)", field);
         return;
     }
     _cleanup_free_ char *dfield = xasprintf("%s.decision", field);
-    if (!parse_decision(st, dfield, decision, &d))
+    if (!parse_decision(st, dfield, decision, &d)) {
         return;
+    }
     if ((command != NULL) == (argv != NULL)) {
         diag_node(st, n,
                   "%s: an example needs either \"command\" (a command line) or \"argv\" (a "
@@ -1435,8 +1540,12 @@ static void example(parse_state *st, const char *field, yaml_node_t *n)
         pdk_buf_free(&b);
     }
     st->examples = xrealloc(st->examples, (st->nexamples + 1) * sizeof(*st->examples));
-    st->examples[st->nexamples++] = (pending_example){
-        .argv = words, .shown = shown, .expected = d, .node = n, .field = xstrdup(field)};
+    st->examples[st->nexamples++] = (pending_example){.argv = words,
+                                                      .under = steal_pointer(&under_argv),
+                                                      .shown = shown,
+                                                      .expected = d,
+                                                      .node = n,
+                                                      .field = xstrdup(field)};
 }
 
 static void handle_commands_examples(parse_state *st, const char *field, yaml_node_t *n)
@@ -1449,7 +1558,10 @@ static void check_examples(parse_state *st)
     for (size_t i = 0; i < st->nexamples; i++) {
         pending_example *x = &st->examples[i];
         pdk_command_verdict v;
-        pdk_command_rules_judge(&st->policy->commands, x->argv, &v);
+        char *const *ancestors[] = {x->under, NULL};
+        pdk_command_query query = {.argv = x->argv,
+                                   .ancestors = x->under ? (char *const *const *)ancestors : NULL};
+        pdk_command_rules_judge_query(&st->policy->commands, &query, &v);
         if (v.decision != x->expected) {
             _cleanup_free_ char *q = quote_str(x->shown);
             _cleanup_free_ char *how =
@@ -1467,6 +1579,7 @@ static void free_examples(parse_state *st)
 {
     for (size_t i = 0; i < st->nexamples; i++) {
         pdk_strv_free(st->examples[i].argv);
+        pdk_strv_free(st->examples[i].under);
         free(st->examples[i].shown);
         free(st->examples[i].field);
     }
@@ -1875,7 +1988,87 @@ static void credential_clear(pdk_credential *c)
     free(c->placeholder_env);
     free(c->placeholder_app_secret_env);
     free(c->placeholder_file);
+    free(c->placeholder_prefix);
+    pdk_strv_free(c->replace_in_headers);
     memset(c, 0, sizeof(*c));
+}
+
+/* A field name a credential can be set in: a token of letters, digits, '-' and '_'. */
+static bool header_name_ok(const char *h)
+{
+    bool ok = h && *h;
+    for (const char *p = h; ok && *p; p++)
+        ok = isalnum((unsigned char)*p) || *p == '-' || *p == '_';
+    return ok;
+}
+
+/* Fields that frame or route a request: never a credential's (the gateway would change what
+ * the request is). */
+static bool header_is_framing(const char *h)
+{
+    static const char *const names[] = {
+        "Host", "Content-Length", "Transfer-Encoding", "Connection",       "Upgrade",
+        "TE",   "Trailer",        "Keep-Alive",        "Proxy-Connection", "Expect"};
+    for (size_t i = 0; i < PDK_ARRAY_SIZE(names); i++)
+        if (strcasecmp(h, names[i]) == 0)
+            return true;
+    return false;
+}
+
+/* replace_in_headers: the field names; false after a diagnostic. */
+static bool credential_fields(parse_state *st, const char *field, yaml_node_t *n, char ***out)
+{
+    yaml_node_item_t *items;
+    size_t count = 0;
+    if (!list_items(st, field, n, &items, &count))
+        return false;
+    bool ok = true;
+    *out = xcalloc(1, sizeof(char *));
+    for (size_t i = 0; i < count; i++) {
+        _cleanup_free_ char *f = xasprintf("%s[%zu]", field, i);
+        yaml_node_t *item = node_at(st, items[i]);
+        const char *h = item ? scalar_text(st, f, item, "a header name") : NULL;
+        if (!h) {
+            ok = false;
+        } else if (!header_name_ok(h)) {
+            _cleanup_free_ char *q = quote_str(h);
+            diag_node(st, item, "%s: %s is not a header name (letters, digits, '-', '_')", f, q);
+            ok = false;
+        } else if (header_is_framing(h)) {
+            diag_node(st, item,
+                      "%s: %s frames or routes the request and cannot carry a credential "
+                      "(name the field the API reads its key from, e.g. X-Api-Key)",
+                      f, h);
+            ok = false;
+        } else {
+            pdk_strv_push(out, h);
+        }
+    }
+    if (count == 0) {
+        diag_node(st, n, "%s: give at least one header name, e.g. [X-Api-Key]", field);
+        ok = false;
+    }
+    return ok;
+}
+
+/* placeholder.prefix: what a placeholder starts with; NULL after a diagnostic. */
+static char *placeholder_prefix(parse_state *st, const char *field, yaml_node_t *n)
+{
+    const char *v = scalar_text(st, field, n, "a prefix such as \"sk-proj-\"");
+    if (!v)
+        return NULL;
+    bool ok = *v && strlen(v) <= 64;
+    for (const char *p = v; ok && *p; p++)
+        ok = isalnum((unsigned char)*p) || strchr("-_.~+/:", *p);
+    if (!ok) {
+        _cleanup_free_ char *q = quote_str(v);
+        diag_node(st, n,
+                  "%s: %s is not a prefix (1 to 64 letters, digits and '-', '_', '.', '~', '+', "
+                  "'/', ':')",
+                  field, q);
+        return NULL;
+    }
+    return xstrdup(v);
 }
 
 static void credential(parse_state *st, const char *field, yaml_node_t *n)
@@ -1893,7 +2086,9 @@ static void credential(parse_state *st, const char *field, yaml_node_t *n)
         K_HOSTS,
         K_INJECT,
         K_PLACEHOLDER,
+        K_FIELDS,
         K_BODY,
+        K_PLAIN_HTTP,
         K_COUNT
     };
     static const key_spec keys[] = {
@@ -1909,7 +2104,9 @@ static void credential(parse_state *st, const char *field, yaml_node_t *n)
         {"hosts", NULL},
         {"inject", NULL},
         {"placeholder", NULL},
+        {"replace_in_headers", NULL},
         {"replace_in_body", NULL},
+        {"allow_plain_http", NULL},
     };
     yaml_node_t *v[K_COUNT];
     if (!mapping_values(st, field, n, keys, K_COUNT, v))
@@ -1922,6 +2119,8 @@ static void credential(parse_state *st, const char *field, yaml_node_t *n)
     SUBFIELD(K_HOSTS);
     SUBFIELD(K_TOKEN_URL);
     SUBFIELD(K_BODY);
+    SUBFIELD(K_FIELDS);
+    SUBFIELD(K_PLAIN_HTTP);
 #undef SUBFIELD
     const char *name = v[K_NAME] ? scalar_text(st, f_K_NAME, v[K_NAME], "a name") : NULL;
     if (!v[K_NAME]) {
@@ -2044,10 +2243,14 @@ static void credential(parse_state *st, const char *field, yaml_node_t *n)
             _cleanup_free_ char *fv = xasprintf("%s.value", fi);
             const char *h = iv[0] ? scalar_text(st, fh, iv[0], "a header name") : NULL;
             const char *val = iv[1] ? scalar_text(st, fv, iv[1], "a value with {token}") : NULL;
-            bool name_ok = h && *h;
-            for (const char *p = h; name_ok && *p; p++)
-                name_ok = isalnum((unsigned char)*p) || *p == '-' || *p == '_';
-            if (!name_ok) {
+            bool name_ok = header_name_ok(h) && !header_is_framing(h);
+            if (!name_ok && header_name_ok(h)) {
+                diag_node(st, iv[0],
+                          "%s: %s frames or routes the request and cannot carry a "
+                          "credential (e.g. Authorization)",
+                          fh, h);
+                ok = false;
+            } else if (!name_ok) {
                 diag_node(st, iv[0] ? iv[0] : v[K_INJECT],
                           "%s: give the header to set, e.g. Authorization", fh);
                 ok = false;
@@ -2067,10 +2270,11 @@ static void credential(parse_state *st, const char *field, yaml_node_t *n)
     }
     /* placeholder */
     if (v[K_PLACEHOLDER]) {
-        static const key_spec pkeys[] = {{"env", NULL}, {"app_secret_env", NULL}, {"file", NULL}};
-        yaml_node_t *pv[3];
+        static const key_spec pkeys[] = {
+            {"env", NULL}, {"app_secret_env", NULL}, {"file", NULL}, {"prefix", NULL}};
+        yaml_node_t *pv[4];
         _cleanup_free_ char *fp = xasprintf("%s.placeholder", field);
-        if (!mapping_values(st, fp, v[K_PLACEHOLDER], pkeys, 3, pv)) {
+        if (!mapping_values(st, fp, v[K_PLACEHOLDER], pkeys, 4, pv)) {
             ok = false;
         } else {
             _cleanup_free_ char *fe = xasprintf("%s.env", fp);
@@ -2100,6 +2304,9 @@ static void credential(parse_state *st, const char *field, yaml_node_t *n)
                 else
                     ok = false;
             }
+            _cleanup_free_ char *fx = xasprintf("%s.prefix", fp);
+            if (pv[3] && !(c.placeholder_prefix = placeholder_prefix(st, fx, pv[3])))
+                ok = false;
             if (!pv[0] && !pv[1] && !pv[2]) {
                 diag_node(st, v[K_PLACEHOLDER],
                           "%s: say where the sandbox finds the "
@@ -2116,8 +2323,32 @@ static void credential(parse_state *st, const char *field, yaml_node_t *n)
                   field);
         ok = false;
     }
-    if (v[K_BODY] && !parse_bool(st, f_K_BODY, v[K_BODY], &c.replace_in_body))
+    bool body_ok = !v[K_BODY] || parse_bool(st, f_K_BODY, v[K_BODY], &c.replace_in_body);
+    if (!body_ok)
         ok = false;
+    if (v[K_FIELDS] && !credential_fields(st, f_K_FIELDS, v[K_FIELDS], &c.replace_in_headers))
+        ok = false;
+    if (v[K_PLAIN_HTTP] && !parse_bool(st, f_K_PLAIN_HTTP, v[K_PLAIN_HTTP], &c.allow_plain_http))
+        ok = false;
+    /* A placeholder is replaced only where the credential says: a credential that names no
+     * place would never put its value anywhere (the sandbox's placeholder would go on as
+     * it is), which is what an older policy relying on "replaced wherever it appears" would
+     * silently get. */
+    if (v[K_PLACEHOLDER] && !v[K_INJECT] && !v[K_FIELDS] && !c.replace_in_body && body_ok) {
+        diag_node(st, n,
+                  "%s: say where the placeholder is replaced by the value: \"inject\" (a "
+                  "header the gateway sets), \"replace_in_headers\" (e.g. [X-Api-Key]) or "
+                  "\"replace_in_body: true\"",
+                  field);
+        ok = false;
+    }
+    if (!v[K_PLACEHOLDER] && (v[K_FIELDS] || c.replace_in_body)) {
+        diag_node(st, v[K_FIELDS] ? v[K_FIELDS] : v[K_BODY],
+                  "%s: what is replaced is the sandbox's placeholder, and the credential gives "
+                  "the sandbox none (add \"placeholder\")",
+                  v[K_FIELDS] ? f_K_FIELDS : f_K_BODY);
+        ok = false;
+    }
     if (!ok) {
         credential_clear(&c);
         return;
@@ -2163,6 +2394,10 @@ static const key_spec sandbox_keys[] = {
     {"nested_userns", handle_nested_userns},
 };
 
+static const key_spec home_keys[] = {
+    {"persist", handle_home_persist},
+};
+
 static const key_spec commands_keys[] = {
     {"default", handle_commands_default},
     {"rules", handle_commands_rules},
@@ -2190,6 +2425,7 @@ SECTION_HANDLER(handle_env, env_keys)
 SECTION_HANDLER(handle_limits, limits_keys)
 SECTION_HANDLER(handle_landlock, landlock_keys)
 SECTION_HANDLER(handle_sandbox, sandbox_keys)
+SECTION_HANDLER(handle_home, home_keys)
 SECTION_HANDLER(handle_commands, commands_keys)
 SECTION_HANDLER(handle_approvals, approvals_keys)
 
@@ -2213,11 +2449,17 @@ static void handle_network(parse_state *st, const char *field, yaml_node_t *n)
 }
 
 static const key_spec top_keys[] = {
-    {"version", handle_version},   {"filesystem", handle_filesystem},
-    {"env", handle_env},           {"limits", handle_limits},
-    {"landlock", handle_landlock}, {"sandbox", handle_sandbox},
-    {"commands", handle_commands}, {"approvals", handle_approvals},
-    {"network", handle_network},   {"credentials", handle_credentials},
+    {"version", handle_version},
+    {"filesystem", handle_filesystem},
+    {"env", handle_env},
+    {"limits", handle_limits},
+    {"landlock", handle_landlock},
+    {"sandbox", handle_sandbox},
+    {"home", handle_home},
+    {"commands", handle_commands},
+    {"approvals", handle_approvals},
+    {"network", handle_network},
+    {"credentials", handle_credentials},
 };
 
 /* ---- libyaml ---- */
@@ -2445,6 +2687,7 @@ void pdk_policy_free(pdk_policy *policy)
     pdk_strv_free(policy->write);
     pdk_strv_free(policy->protect);
     pdk_strv_free(policy->env_pass);
+    free(policy->home_persist);
     for (size_t i = 0; i < policy->env_set_count; i++) {
         free(policy->env_set[i].name);
         free(policy->env_set[i].value);
@@ -2646,7 +2889,11 @@ char *pdk_policy_describe_rule(const pdk_policy *policy, ssize_t rule)
         if (many)
             pdk_buf_printf(&b, "]");
     }
-    pdk_buf_printf(&b, "] %s)", pdk_decision_name(r->decision));
+    pdk_buf_printf(&b, "]");
+    if (r->under_count > 0)
+        pdk_buf_printf(&b, " under %s%s", r->under[0].tokens[0].alternatives[0],
+                       r->under_count > 1 || r->under[0].token_count > 1 ? "..." : "");
+    pdk_buf_printf(&b, " %s)", pdk_decision_name(r->decision));
     return steal_pointer(&b.data);
 }
 

@@ -32,6 +32,9 @@ void pdk_policy_diags_free(pdk_policy_diags *diags);
 /* "FILE:LINE:COLUMN: message" (new string). */
 char *pdk_policy_diag_format(const pdk_policy_diag *diag);
 
+/* The longest name of a persistent home (home.persist). */
+#define PDK_HOME_NAME_MAX 64
+
 /* Expansion context for paths in the policy. */
 typedef struct pdk_policy_context {
     const char *home; /* the caller's $HOME, used to expand "~" and "~/..." */
@@ -61,15 +64,20 @@ typedef struct pdk_credential {
     char *refresh_token_secret, *client_id_secret, *client_secret_secret;
     char *token_url;
     char **hosts; /* host patterns it may go to; NULL-terminated, at least one */
-    /* inject: header set on every request to the hosts ("Bearer {token}"); NULL header:
-     * the placeholder is only replaced where it appears */
+    /* inject: header set on every request to the hosts ("Bearer {token}"), by the gateway
+     * whatever the request had there; NULL header: none */
     char *inject_header;
     char *inject_value;
-    bool replace_in_body; /* replace the placeholder in request bodies too (opt-in) */
+    /* the fields (names, any case) in which the placeholder is replaced; NULL: none */
+    char **replace_in_headers;
+    bool replace_in_body;  /* replace the placeholder in request bodies too (opt-in) */
+    bool allow_plain_http; /* the value may go to its hosts over plain HTTP (else TLS only) */
     /* where the sandbox finds the placeholder */
     char *placeholder_env;
     char *placeholder_app_secret_env;
-    char *placeholder_file; /* absolute (~ expanded): a read-only file holding it */
+    char *placeholder_file;   /* absolute (~ expanded): a read-only file holding it */
+    char *placeholder_prefix; /* what it starts with, for clients that check a key's shape
+                               * (NULL: "t-" for a Feishu tenant token, else "pdk-ph-") */
 } pdk_credential;
 
 typedef struct pdk_policy {
@@ -110,6 +118,10 @@ typedef struct pdk_policy {
 
     /* sandbox */
     bool nested_userns; /* allow user namespaces (and mounts) inside the sandbox */
+
+    /* home.persist: the name of a persistent home (STATE/homes/NAME shown as $HOME, kept
+     * across runs: an agent's own state); NULL: $HOME is a fresh empty directory */
+    char *home_persist;
 
     /* commands: the rules (default decision included); rule_lines[i] is the line of rule
      * i in the file (0 for the built-in). */
@@ -163,11 +175,12 @@ extern const char *const pdk_builtin_protected_commit[];
 /* Home-relative: shell start-up files, ".gitconfig" and ".config/git/", and the agents'
  * own executable configuration ("~/.claude/settings.json", "~/.claude/commands/",
  * "~/.claude/agents/", "~/.claude/hooks/", "~/.codex/config.toml", ...). Read-only
- * wherever the sandbox could otherwise write them: when the workspace, a writable bind or
- * an agent's home layer contains them, whatever else of ~/.claude or ~/.codex a policy
- * makes writable. A missing one inside a writable bind (which writes straight to the
- * host) cannot be made read-only: paddock run refuses such a bind, naming it.
- * NULL-terminated. */
+ * wherever the sandbox could otherwise write them: when the workspace or a writable bind
+ * contains them, whatever else of ~/.claude or ~/.codex a policy makes writable, and
+ * always in a persistent home (home.persist), where the missing ones are made empty first
+ * so that they cannot be created. A missing one inside a writable bind of the host's
+ * (which writes straight to the host) cannot be made read-only: paddock run refuses such
+ * a bind, naming it. A trailing "/" marks a directory. NULL-terminated. */
 extern const char *const pdk_builtin_protected_home[];
 
 /* True when path (workspace-relative) is something git reads or runs from a repository's

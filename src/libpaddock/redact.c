@@ -4,44 +4,89 @@
 #include "util.h"
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static char **secrets;
+typedef struct entry {
+    char *text;
+    char *label;      /* a real value's, or NULL */
+    bool placeholder; /* a stand-in the sandbox holds: not masked toward it */
+} entry;
 
-void pdk_redact_add(const char *secret)
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static entry *entries;
+static size_t count;
+static uint64_t generation;
+
+static void add(const char *secret, const char *label, bool placeholder)
 {
     if (!secret || strlen(secret) < 4)
         return;
     pthread_mutex_lock(&lock);
-    if (!pdk_strv_contains(secrets, secret))
-        pdk_strv_push(&secrets, secret);
+    bool known = false;
+    for (size_t i = 0; i < count && !known; i++)
+        if (strcmp(entries[i].text, secret) == 0) {
+            known = true;
+            if (!placeholder && entries[i].placeholder) {
+                entries[i].placeholder = false; /* (a value that is both is a value) */
+                generation++;
+            }
+        }
+    if (!known) {
+        entries = xrealloc(entries, (count + 1) * sizeof(*entries));
+        entries[count++] = (entry){xstrdup(secret), label ? xstrdup(label) : NULL, placeholder};
+        if (!placeholder)
+            generation++;
+    }
     pthread_mutex_unlock(&lock);
+}
+
+void pdk_redact_add(const char *secret)
+{
+    add(secret, NULL, false);
+}
+
+void pdk_redact_add_named(const char *secret, const char *label)
+{
+    add(secret, label, false);
+}
+
+void pdk_redact_add_placeholder(const char *placeholder)
+{
+    add(placeholder, NULL, true);
 }
 
 void pdk_redact_clear(void)
 {
     pthread_mutex_lock(&lock);
-    pdk_strv_free(secrets);
-    secrets = NULL;
+    for (size_t i = 0; i < count; i++) {
+        pdk_free_secret(entries[i].text);
+        free(entries[i].label);
+    }
+    free(entries);
+    entries = NULL;
+    count = 0;
+    generation++;
     pthread_mutex_unlock(&lock);
 }
 
-static char *replace_locked(const char *s)
+static char *replace_locked(const char *s, bool values_only)
 {
-    if (!secrets || !s)
+    if (!s)
         return NULL;
     bool found = false;
-    for (size_t i = 0; secrets[i] && !found; i++)
-        found = strstr(s, secrets[i]) != NULL;
+    for (size_t i = 0; i < count && !found; i++)
+        found = !(values_only && entries[i].placeholder) && strstr(s, entries[i].text) != NULL;
     if (!found)
         return NULL;
     char *cur = xstrdup(s);
-    for (size_t i = 0; secrets[i]; i++) {
+    for (size_t i = 0; i < count; i++) {
+        if (values_only && entries[i].placeholder)
+            continue;
         pdk_buf b = {0};
-        pdk_buf_replace_all(&b, cur, strlen(cur), secrets[i], PDK_REDACTED);
-        free(cur);
+        pdk_buf_replace_all(&b, cur, strlen(cur), entries[i].text, PDK_REDACTED);
+        pdk_free_secret(cur);
         cur = pdk_buf_steal(&b);
     }
     return cur;
@@ -50,7 +95,7 @@ static char *replace_locked(const char *s)
 char *pdk_redact_text(const char *s)
 {
     pthread_mutex_lock(&lock);
-    char *r = replace_locked(s);
+    char *r = replace_locked(s, false);
     pthread_mutex_unlock(&lock);
     return r;
 }
@@ -59,4 +104,29 @@ char *pdk_redacted(const char *s)
 {
     char *r = pdk_redact_text(s);
     return r ? r : xstrdup(s ? s : "");
+}
+
+char *pdk_redact_values_text(const char *s)
+{
+    pthread_mutex_lock(&lock);
+    char *r = replace_locked(s, true);
+    pthread_mutex_unlock(&lock);
+    return r ? r : xstrdup(s ? s : "");
+}
+
+uint64_t pdk_redact_generation(void)
+{
+    pthread_mutex_lock(&lock);
+    uint64_t g = generation;
+    pthread_mutex_unlock(&lock);
+    return g;
+}
+
+void pdk_redact_values(void (*fn)(void *arg, const char *value, const char *label), void *arg)
+{
+    pthread_mutex_lock(&lock);
+    for (size_t i = 0; i < count; i++)
+        if (!entries[i].placeholder)
+            fn(arg, entries[i].text, entries[i].label ? entries[i].label : "");
+    pthread_mutex_unlock(&lock);
 }

@@ -10,8 +10,10 @@
 #include "environ.h"
 #include "fsutil.h"
 #include "gateway.h"
+#include "home.h"
 #include "landlock.h"
 #include "log.h"
+#include "placeholder_scan.h"
 #include "policy.h"
 #include "redact.h"
 #include "sandbox.h"
@@ -50,6 +52,7 @@ typedef struct run_state {
     pdk_sandbox_config cfg;
     pdk_command_verdict verdict;
     bool confined;
+    bool readonly; /* the readonly profile: nothing written, the persistent home included */
     pdk_audit_spool *spool;   /* where this run's audit events go */
     struct exec_watch *watch; /* judging the execs inside, when the policy has rules */
     const pdk_gateway_module *gateway_module; /* the egress gateway, when the policy has a */
@@ -247,6 +250,33 @@ static int materialize_session(void *arg, pdk_error *err)
     return 0;
 }
 
+/* home.persist: STATE/homes/NAME bound at $HOME (read-only under the readonly profile),
+ * the parents of its protected entries pinned (bound over themselves: they cannot be
+ * renamed or removed inside, so the entries cannot be moved aside and made anew). */
+static int bind_persistent_home(run_state *st, pdk_error *err)
+{
+    pdk_sandbox_config *cfg = &st->cfg;
+    const char *name = st->policy->home_persist;
+    if (!st->home || strcmp(st->home, "/") == 0)
+        return pdk_error_set(err, 0,
+                             "home.persist: %s needs a home directory to stand in for (set "
+                             "$HOME)",
+                             name);
+    _cleanup_free_ char *dir = NULL;
+    char **parents = NULL;
+    if (pdk_home_prepare(st->state_dir, name, pdk_builtin_protected_home, &dir, &parents, err) < 0)
+        return -1;
+    cfg->binds = xrealloc(cfg->binds, (cfg->bind_count + 1) * sizeof(pdk_bind));
+    pdk_bind *b = &cfg->binds[cfg->bind_count++];
+    b->source = steal_pointer(&dir);
+    b->target = xstrdup(st->home);
+    b->writable = !st->readonly;
+    for (size_t i = 0; parents[i]; i++)
+        pdk_strv_push_take(&cfg->pin_paths, pdk_path_join(st->home, parents[i]));
+    pdk_strv_free(parents);
+    return 0;
+}
+
 static int build_config(run_state *st, pdk_error *err)
 {
     const pdk_run_options *opt = st->opt;
@@ -281,8 +311,13 @@ static int build_config(run_state *st, pdk_error *err)
             }
             struct stat sb;
             if (stat(list[i], &sb) < 0) {
-                pdk_warn("filesystem.%s: %s does not exist; not bound",
-                         pass == 0 ? "read_allow" : "write", list[i]);
+                if (pass == 1) /* what the sandbox wrote there would be lost without a word */
+                    return pdk_error_set(err, 0,
+                                         "filesystem.write: %s: %s (create it first, e.g. mkdir "
+                                         "-p %s, or remove it from the policy; for an agent's "
+                                         "own state see home.persist)",
+                                         list[i], strerror(errno), list[i]);
+                pdk_warn("filesystem.read_allow: %s does not exist; not bound", list[i]);
                 continue;
             }
             cfg->binds = xrealloc(cfg->binds, (cfg->bind_count + 1) * sizeof(pdk_bind));
@@ -306,8 +341,15 @@ static int build_config(run_state *st, pdk_error *err)
                                   false);
         }
     }
+    /* A persistent home is a writable bind of $HOME (after the loop above: the workspace's
+     * list, ".codex/" among it, is not the home's). */
+    if (pol->home_persist && !st->confined && bind_persistent_home(st, err) < 0) {
+        pdk_strv_free(rel);
+        return -1;
+    }
     /* Start-up files and the agents' own configuration in the home directory, wherever
-     * the sandbox could write them. One that is missing in a writable bind (which writes
+     * the sandbox could write them (a persistent home has them all, made empty when
+     * missing). One that is missing in a writable bind of the host's (which writes
      * straight to the host) cannot be made read-only: such a bind is refused. */
     pdk_buf missing = {0};
     const char *missing_bind = NULL;
@@ -316,20 +358,22 @@ static int build_config(run_state *st, pdk_error *err)
         _cleanup_free_ char *bare = xstrdup(p); /* without the trailing '/' of a directory */
         for (size_t n = strlen(bare); n > 1 && bare[n - 1] == '/'; n--)
             bare[n - 1] = '\0';
-        const char *bind = NULL;
+        const pdk_bind *bind = NULL;
         for (size_t b = 0; b < cfg->bind_count && !bind; b++)
             if (cfg->binds[b].writable && pdk_path_is_within(bare, cfg->binds[b].target))
-                bind = cfg->binds[b].target;
+                bind = &cfg->binds[b];
         bool in_workspace = pdk_path_is_within(bare, st->workspace);
         if (!bind && !in_workspace)
             continue;
+        /* where it is on the host: beneath the bind's source */
+        _cleanup_free_ char *source =
+            bind ? pdk_path_join(bind->source, pdk_path_relative(bare, bind->target)) : NULL;
         struct stat sb;
-        if (bind && !in_workspace && lstat(bare, &sb) < 0 && errno == ENOENT) {
-            _cleanup_free_ char *parent = xstrdup(bare);
-            *strrchr(parent, '/') = '\0';
-            if (stat(parent, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        if (bind && !in_workspace && lstat(source, &sb) < 0 && errno == ENOENT) {
+            *strrchr(source, '/') = '\0';
+            if (stat(source, &sb) == 0 && S_ISDIR(sb.st_mode)) {
                 pdk_buf_printf(&missing, "%s%s", missing.len ? ", " : "", p);
-                missing_bind = bind;
+                missing_bind = bind->target;
             }
             continue;
         }
@@ -520,16 +564,20 @@ static void add_bind(pdk_sandbox_config *cfg, const char *dir, const char *name,
 
 #define PDK_HOST_CA_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
 
-/* A placeholder that looks like what it stands for: a Feishu tenant token starts with
- * "t-" (clients check the shape), anything else is marked as paddock's. */
+/* A placeholder that looks like what it stands for: the policy's prefix (clients that check
+ * a key's shape, "sk-proj-"), else "t-" for a Feishu tenant token, else paddock's mark; then
+ * 24 random bytes in lowercase hex, which is what the gateway recognises it by
+ * (placeholder_scan.h), whatever the prefix. */
 static char *make_placeholder(const pdk_credential *c)
 {
-    unsigned char r[24];
+    unsigned char r[PDK_PLACEHOLDER_RANDOM_HEX / 2];
     randombytes_buf(r, sizeof(r));
     char hex[2 * sizeof(r) + 1];
     sodium_bin2hex(hex, sizeof(hex), r, sizeof(r));
-    return xasprintf("%s%s", c->provider == PDK_CREDENTIAL_FEISHU_TENANT_TOKEN ? "t-" : "pdk-ph-",
-                     hex);
+    const char *prefix = c->placeholder_prefix                               ? c->placeholder_prefix
+                         : c->provider == PDK_CREDENTIAL_FEISHU_TENANT_TOKEN ? "t-"
+                                                                             : "pdk-ph-";
+    return xasprintf("%s%s", prefix, hex);
 }
 
 /* A placeholder for each credential (new every run), for the sandbox's environment. No
@@ -568,7 +616,7 @@ static int make_placeholders(run_state *st, pdk_error *err)
         const pdk_credential *c = &st->policy->credentials[i];
         st->credentials[i].policy = c;
         st->credentials[i].placeholder = make_placeholder(c);
-        pdk_redact_add(st->credentials[i].placeholder);
+        pdk_redact_add_placeholder(st->credentials[i].placeholder);
         if (c->placeholder_env)
             pdk_strv_push_take(&st->credential_env, xasprintf("%s=%s", c->placeholder_env,
                                                               st->credentials[i].placeholder));
@@ -578,7 +626,7 @@ static int make_placeholders(run_state *st, pdk_error *err)
             /* a stand-in for the app secret too, which the gateway's answer to the token
              * endpoint accepts */
             st->credentials[i].placeholder_app_secret = make_placeholder(&(pdk_credential){0});
-            pdk_redact_add(st->credentials[i].placeholder_app_secret);
+            pdk_redact_add_placeholder(st->credentials[i].placeholder_app_secret);
             if (c->placeholder_app_secret_env)
                 pdk_strv_push_take(&st->credential_env,
                                    xasprintf("%s=%s", c->placeholder_app_secret_env,
@@ -588,7 +636,29 @@ static int make_placeholders(run_state *st, pdk_error *err)
     return 0;
 }
 
-/* The static credentials' values from the vault (after the clone). */
+/* A minted credential's own secrets (app secret, refresh token, client secret) as real
+ * values of the redaction registry, so that nothing sends them into the sandbox (an
+ * endpoint's error that quotes them included); the vault's copy is not kept otherwise. A
+ * secret not in the vault yet is the provider's error to give, at its first mint. */
+static void register_provider_secrets(pdk_vault *vault, const pdk_credential *c)
+{
+    const struct {
+        const char *secret, *what;
+    } secrets[] = {{c->app_secret_secret, "app secret"},
+                   {c->refresh_token_secret, "refresh token"},
+                   {c->client_secret_secret, "client secret"}};
+    for (size_t i = 0; i < PDK_ARRAY_SIZE(secrets); i++) {
+        pdk_error ignored = {0};
+        const char *v =
+            secrets[i].secret ? pdk_vault_get(vault, secrets[i].secret, false, &ignored) : NULL;
+        _cleanup_free_ char *label = xasprintf("%s (%s)", c->name, secrets[i].what);
+        if (v)
+            pdk_redact_add_named(v, label);
+    }
+}
+
+/* The static credentials' values from the vault (after the clone), and the minted ones'
+ * secrets registered for redaction. */
 static int load_credential_values(run_state *st, pdk_error *err)
 {
     size_t n = st->policy->credential_count;
@@ -600,15 +670,17 @@ static int load_credential_values(run_state *st, pdk_error *err)
     int ret = 0;
     for (size_t i = 0; i < n && ret == 0; i++) {
         const pdk_credential *c = &st->policy->credentials[i];
-        if (c->provider != PDK_CREDENTIAL_STATIC)
+        if (c->provider != PDK_CREDENTIAL_STATIC) {
+            register_provider_secrets(vault, c);
             continue;
+        }
         const char *value = pdk_vault_get(vault, c->value_secret, true, err);
         if (!value) {
             ret = pdk_error_prefix(err, "credential %s", c->name);
             break;
         }
         st->credentials[i].value = xstrdup(value);
-        pdk_redact_add(value);
+        pdk_redact_add_named(value, c->name);
     }
     pdk_vault_close(vault);
     return ret;
@@ -715,6 +787,7 @@ static void free_config(pdk_sandbox_config *cfg)
     free(cfg->binds);
     pdk_strv_free(cfg->hide_paths);
     pdk_strv_free(cfg->protect_paths);
+    pdk_strv_free(cfg->pin_paths);
     pdk_strv_free(cfg->envp);
     free((char *)cfg->cgroup_name);
     memset(cfg, 0, sizeof(*cfg));
@@ -969,11 +1042,27 @@ typedef struct pending_ask {
     char id[17];
     uint64_t deadline_ns;
     char *line;
+    char **installer; /* the argv to remember as an installer's when approved, or NULL */
 } pending_ask;
+
+/* A process an `under` pattern matched when it started: its descendants are under it. */
+typedef struct installer_proc {
+    pid_t pid;
+    unsigned long long start; /* a pid is reused */
+    char **argv;              /* its first words */
+} installer_proc;
+
+#define MAX_INSTALLERS     256       /* alive at once; the oldest dead ones make room */
+#define INSTALLER_WORDS    64        /* of an installer's argv kept for `under` */
+#define MAX_ANCESTRY       64        /* parents looked at for `under` */
+#define AUDIT_ARGS         16384     /* an argv recorded whole up to this many ... */
+#define AUDIT_ARGV_BYTES   (1 << 20) /* ... and bytes; else its first words and counts */
+#define AUDIT_ARGS_EXCERPT 1024
+#define LINE_MAX_SHOWN     2000 /* of a command line shown on stderr */
 
 /* What the run keeps for the exec listener: judge_exec and connect_allowed run on the
  * listener's thread, ask_exec and the approvals' polling on the loop; lock guards what both
- * touch (the last refusal, the rule names). */
+ * touch (the last refusal, the rule names, the installers). */
 typedef struct exec_watch {
     run_state *st;
     pthread_mutex_t lock;
@@ -990,14 +1079,11 @@ typedef struct exec_watch {
     pid_t refused_pid;
     char *refused_line;
     char *refused_message;
-    /* Processes a rule confined, by pid and start time (a pid is reused): they and their
-     * descendants have no network. */
-    struct confined_proc {
-        pid_t pid;
-        unsigned long long start;
-    } * confined;
-    size_t nconfined;
-    char **rule_names; /* pdk_policy_describe_rule's, by rule + 1 (0: the default), made once */
+    installer_proc *installers;
+    size_t ninstallers;
+    char **known_names; /* the commands the rules name (exec_target.h's identities) */
+    char *path_list;    /* the sandbox's PATH */
+    char **rule_names;  /* pdk_policy_describe_rule's, by rule + 1 (0: the default), made once */
 } exec_watch;
 
 /* How the rule decided, as pdk_policy_describe_rule says it (owned by w). */
@@ -1015,25 +1101,182 @@ static const char *rule_name(exec_watch *w, ssize_t rule)
     return name;
 }
 
-static bool connect_allowed(void *arg, pid_t pid)
+/* The literal command names and paths of the rules' first words (their `under` patterns'
+ * too): the commands whose files an exec is recognised as, whatever it is called. */
+static char **known_command_names(const pdk_command_rules *rules)
 {
-    exec_watch *w = arg;
-    if (w->nconfined == 0)
-        return true;
-    /* pid or one of its ancestors (up to the sandbox's init) confined? */
+    char **names = NULL;
+    for (size_t r = 0; r < rules->count; r++) {
+        const pdk_command_rule *rule = &rules->rules[r];
+        for (size_t u = 0; u <= rule->under_count; u++) {
+            const pdk_command_rule *pattern = u == 0 ? rule : &rule->under[u - 1];
+            if (pattern->token_count == 0)
+                continue;
+            for (char *const *alt = pattern->tokens[0].alternatives; *alt; alt++)
+                if (!strpbrk(*alt, "*?[\\") && !pdk_strv_contains(names, *alt))
+                    pdk_strv_push(&names, *alt);
+        }
+    }
+    return names;
+}
+
+/* A command line for a human, bounded: its first words (LINE_MAX_SHOWN bytes of them)
+ * escaped and shell-quoted (pdk_display_argv), and how many there are when not all. */
+static char *exec_line(char *const *argv)
+{
+    size_t n = 0, bytes = 0;
+    for (; argv[n] && bytes < LINE_MAX_SHOWN; n++)
+        bytes += strlen(argv[n]) + 1;
+    char **head = xcalloc(n + 1, sizeof(char *));
+    memcpy(head, argv, n * sizeof(char *));
+    char *shown = pdk_display_argv(head);
+    free(head);
+    if (!argv[n])
+        return shown;
+    char *more = xasprintf("%s ... (%zu arguments)", shown, n + pdk_strv_length(argv + n));
+    free(shown);
+    return more;
+}
+
+/* argv into o as "argv": whole when it is of a sensible size, else its first words with
+ * "argv_truncated", "argv_count", "argv_bytes" and "argv_sha256" of the whole (its words
+ * and their NULs): never a shortened argv that looks whole. */
+static void add_argv(json_t *o, char *const *argv, size_t argc, size_t bytes)
+{
+    if (argc <= AUDIT_ARGS && bytes <= AUDIT_ARGV_BYTES) {
+        json_object_set_new(o, "argv", argv_json(argv));
+        return;
+    }
+    json_t *a = json_array();
+    pdk_buf whole = {0};
+    for (size_t i = 0; argv[i]; i++) {
+        if (i < AUDIT_ARGS_EXCERPT)
+            json_array_append_new(a, json_string(argv[i]));
+        pdk_buf_append(&whole, argv[i], strlen(argv[i]) + 1);
+    }
+    char sha[65];
+    pdk_sha256_hex(whole.data ? whole.data : "", whole.len, sha);
+    pdk_buf_free(&whole);
+    json_object_set_new(o, "argv", a);
+    json_object_set_new(o, "argv_truncated", json_true());
+    json_object_set_new(o, "argv_count", json_integer((json_int_t)argc));
+    json_object_set_new(o, "argv_bytes", json_integer((json_int_t)bytes));
+    json_object_set_new(o, "argv_sha256", json_string(sha));
+}
+
+/* The installers among pid's ancestors (their argvs, nearest first; NULL when none), with
+ * w->lock held. */
+static char ***installer_ancestors(exec_watch *w, pid_t pid)
+{
+    if (w->ninstallers == 0)
+        return NULL;
+    char ***found = NULL;
+    size_t n = 0;
     pdk_proc_stat ps;
-    for (int depth = 0; depth < 64 && pid > 1 && pdk_proc_stat_read(pid, &ps); depth++) {
-        for (size_t i = 0; i < w->nconfined; i++)
-            if (w->confined[i].pid == pid && w->confined[i].start == ps.start) {
-                json_t *o = json_pack("{s:i}", "pid", (int)pid);
-                pdk_error err = {0};
-                (void)pdk_audit_spool_write(w->st->spool, w->st->session->id, "connect.refused", o,
-                                            false, &err);
-                return false;
+    if (!pdk_proc_stat_read(pid, &ps))
+        return NULL;
+    pid = ps.ppid;
+    pid_t self = getpid(); /* the sandbox's init is our child: stop there */
+    for (int depth = 0; depth < MAX_ANCESTRY && pid > 1 && pid != self; depth++) {
+        if (!pdk_proc_stat_read(pid, &ps))
+            break;
+        for (size_t i = 0; i < w->ninstallers; i++)
+            if (w->installers[i].pid == pid && w->installers[i].start == ps.start) {
+                found = xrealloc(found, (n + 2) * sizeof(*found));
+                found[n++] = w->installers[i].argv;
+                found[n] = NULL;
             }
         pid = ps.ppid;
     }
-    return true;
+    return found;
+}
+
+/* Judge every way the exec may be seen (exec_target.h), the strictest winning. */
+static void judge_target(exec_watch *w, const pdk_exec_request *req, pdk_command_verdict *v)
+{
+    const pdk_command_rules *rules = &w->st->policy->commands;
+    const pdk_exec_target *t = req->target;
+    pthread_mutex_lock(&w->lock);
+    _cleanup_free_ char ***ancestors = rules->has_under ? installer_ancestors(w, req->pid) : NULL;
+    pdk_command_query q = {.argv = req->argv, .ancestors = (char *const *const *)ancestors};
+    if (!t || t->count == 0) {
+        pdk_command_rules_judge_query(rules, &q, v);
+    } else {
+        for (size_t i = 0; i < t->count; i++) {
+            q.argv = t->subjects[i].argv;
+            q.names = t->subjects[i].names;
+            if (i == 0)
+                pdk_command_rules_judge_query(rules, &q, v);
+            else
+                pdk_command_rules_judge_more(rules, &q, v);
+        }
+    }
+    pthread_mutex_unlock(&w->lock);
+}
+
+/* The first words of argv when some way of seeing the exec matches an `under` pattern (the
+ * processes it starts are under it), else NULL. */
+static char **installer_argv(const pdk_command_rules *rules, const pdk_exec_request *req)
+{
+    if (!rules->has_under)
+        return NULL;
+    const pdk_exec_target *t = req->target;
+    bool hit = false;
+    for (size_t i = 0; t && i < t->count && !hit; i++) {
+        pdk_command_query q = {.argv = t->subjects[i].argv, .names = t->subjects[i].names};
+        hit = pdk_command_rules_starts_under(rules, &q);
+    }
+    if (!hit && (!t || t->count == 0)) {
+        pdk_command_query q = {.argv = req->argv};
+        hit = pdk_command_rules_starts_under(rules, &q);
+    }
+    if (!hit)
+        return NULL;
+    char **argv = NULL;
+    for (size_t i = 0; req->argv[i] && i < INSTALLER_WORDS; i++)
+        pdk_strv_push(&argv, req->argv[i]);
+    return argv;
+}
+
+/* Remember pid as an installer (takes argv). */
+static void remember_installer(exec_watch *w, pid_t pid, char **argv)
+{
+    pdk_proc_stat ps;
+    if (!argv || !pdk_proc_stat_read(pid, &ps)) {
+        pdk_strv_free(argv);
+        return;
+    }
+    pthread_mutex_lock(&w->lock);
+    /* the dead make room */
+    for (size_t i = 0; w->ninstallers >= MAX_INSTALLERS / 2 && i < w->ninstallers;) {
+        pdk_proc_stat other;
+        if (pdk_proc_stat_read(w->installers[i].pid, &other) &&
+            other.start == w->installers[i].start) {
+            i++;
+            continue;
+        }
+        pdk_strv_free(w->installers[i].argv);
+        w->installers[i] = w->installers[--w->ninstallers];
+    }
+    if (w->ninstallers < MAX_INSTALLERS) {
+        w->installers = xrealloc(w->installers, (w->ninstallers + 1) * sizeof(*w->installers));
+        w->installers[w->ninstallers++] = (installer_proc){pid, ps.start, steal_pointer(&argv)};
+    }
+    pthread_mutex_unlock(&w->lock);
+    pdk_strv_free(argv);
+}
+
+/* A connection opened by pid: refused when pid carries the confine mark. */
+static bool connect_allowed(void *arg, pid_t pid, const char *call)
+{
+    exec_watch *w = arg;
+    if (!pdk_exec_is_confined(pid))
+        return true;
+    json_t *o = json_pack("{s:i, s:s}", "pid", (int)pid, "call", call);
+    pdk_error err = {0};
+    (void)pdk_audit_spool_write(w->st->spool, w->st->session->id, "connect.refused", o, false,
+                                &err);
+    return false;
 }
 
 /* Whether pid's stderr is a terminal (a tty or a pty's slave). */
@@ -1085,10 +1328,13 @@ static void finish_ask(exec_watch *w, size_t i, bool allow, json_t *event, const
      * directory of PATH) is judged on the listener's thread as soon as this one fails. */
     if (!allow)
         note_refusal(w, p->pid, p->line, message);
+    else if (p->installer)
+        remember_installer(w, p->pid, steal_pointer(&p->installer));
     if (pdk_notices_held() && stderr_is_terminal(p->pid))
         message = NULL; /* the terminal a command that owns it draws on */
     pdk_exec_listener_answer(w->listener, p->token, p->pid, allow, message);
     free(p->line);
+    pdk_strv_free(p->installer);
     w->pending[i] = w->pending[--w->npending];
 }
 
@@ -1135,20 +1381,84 @@ static void poll_asks(evutil_socket_t fd, short what, void *arg)
         arm_poll(w);
 }
 
+/* The exec event of req: what really runs (the file, the whole argv, the interpreter or
+ * the loader's program) and how it was judged. */
+static json_t *exec_event(exec_watch *w, pdk_exec_request *req, const pdk_command_verdict *v,
+                          const char *how)
+{
+    const pdk_exec_target *t = req->target;
+    json_t *o =
+        json_pack("{s:s, s:i, s:s, s:s, s:s}", "path", req->path, "pid", (int)req->pid, "decision",
+                  pdk_decision_name(v->decision), "decided_by", how, "reason", v->reason);
+    add_argv(o, req->argv, req->argc, req->argv_bytes);
+    const char *file = t && t->count > 0 && t->subjects[0].file[0] ? t->subjects[0].file : NULL;
+    json_object_set_new(o, "file", file ? json_string(file) : json_null());
+    for (size_t i = 1; t && i < t->count; i++)
+        if (!json_object_get(o, t->subjects[i].role))
+            json_object_set_new(o, t->subjects[i].role,
+                                t->subjects[i].file[0] ? json_string(t->subjects[i].file)
+                                                       : json_string(t->subjects[i].argv[0]));
+    if (t && t->nameless)
+        json_object_set_new(o, "nameless", json_string(t->nameless));
+    if (v->decision != PDK_DECISION_ALLOW)
+        json_object_set_new(o, "cwd", json_string(pdk_exec_request_cwd(req)));
+    json_object_set_new(o, "rule", v->rule >= 0 ? json_integer(v->rule) : json_null());
+    return o;
+}
+
+/* An exec refused before any rule: recorded, and its reason on the process's stderr. */
+static pdk_exec_answer refuse_exec(exec_watch *w, pdk_exec_request *req, const char *reason,
+                                   char *message, size_t message_size)
+{
+    run_state *st = w->st;
+    pdk_command_verdict v = {.decision = PDK_DECISION_DENY, .rule = -1, .reason = reason};
+    json_t *o = exec_event(w, req, &v, "paddock");
+    pdk_error err = {0};
+    (void)pdk_audit_spool_write(st->spool, st->session->id, "exec", o, false, &err);
+    snprintf(message, message_size, "paddock: refused: %s\n", reason);
+    _cleanup_free_ char *shown = exec_line(req->argv);
+    pdk_notice(PDK_NOTICE_EXEC_REFUSED, 0, "refused: `%s` (pid %d): %s", shown, (int)req->pid,
+               reason);
+    if (pdk_notices_held() && stderr_is_terminal(req->pid))
+        message[0] = '\0'; /* the terminal a command that owns it draws on */
+    return PDK_EXEC_DENY;
+}
+
 /* On the listener's thread: every exec of the sandbox. */
 static pdk_exec_answer judge_exec(void *arg, pdk_exec_request *req, char *message,
                                   size_t message_size)
 {
     exec_watch *w = arg;
     run_state *st = w->st;
-    if (!w->first_seen) {
-        w->first_seen = true;
+    const pdk_command_rules *rules = &st->policy->commands;
+    /* The command's own exec was judged on its argv before the sandbox was made; judged
+     * again here on what it really runs, only a stricter decision counts (and is recorded). */
+    bool first = !w->first_seen;
+    w->first_seen = true;
+    if (first && req->argv_state != PDK_EXEC_ARGV_WHOLE) {
+        /* The command's own exec, by init's child, which still shares init's memory: a
+         * supervisor without CAP_SYS_PTRACE (paddock run by a regular user) may not read it,
+         * init being non-dumpable. What it runs is what paddock asked init to run, judged
+         * before the sandbox was made. */
+        pdk_exec_request known = *req;
+        known.argv = st->opt->argv;
+        known.target = NULL;
+        remember_installer(w, req->pid, installer_argv(rules, &known));
         return PDK_EXEC_ALLOW;
     }
+    if (req->argv_state == PDK_EXEC_ARGV_TOO_LARGE)
+        return refuse_exec(w, req,
+                           "its arguments are more than an exec can carry, and are not judged "
+                           "by a part",
+                           message, message_size);
+    if (req->argv_state != PDK_EXEC_ARGV_WHOLE)
+        return refuse_exec(w, req,
+                           "its arguments cannot be read whole, and are not judged by a part",
+                           message, message_size);
     _cleanup_free_ char *line = NULL; /* the command as one line, made when needed */
     pthread_mutex_lock(&w->lock);
     if (w->refused_line && req->pid == w->refused_pid) {
-        line = argv_line(req->argv);
+        line = argv_line(req->argv); /* whole: two commands alike in what is shown differ */
         if (strcmp(line, w->refused_line) == 0) {
             /* refused the same way, and silently: the first refusal told it already */
             message[0] = '\0';
@@ -1157,8 +1467,6 @@ static pdk_exec_answer judge_exec(void *arg, pdk_exec_request *req, char *messag
         }
     }
     pthread_mutex_unlock(&w->lock);
-    pdk_command_verdict v;
-    pdk_command_rules_judge(&st->policy->commands, req->argv, &v);
     if (!st->policy->nested_userns && !w->nested_said &&
         is_nested_sandbox(req->path, req->argv[0])) {
         w->nested_said = true;
@@ -1166,20 +1474,31 @@ static pdk_exec_answer judge_exec(void *arg, pdk_exec_request *req, char *messag
             xasprintf("%s (pid %d)", req->argv[0] ? req->argv[0] : req->path, (int)req->pid);
         say_nested_sandbox(st, what);
     }
+    const pdk_exec_target *t = req->target;
     /* A path that does not exist (a shell trying each directory of PATH) is failed as the
      * kernel would fail it, without asking or recording: answered here, so that a file made
-     * in between never runs unjudged. Looked at only when it matters. */
-    if (v.decision >= PDK_DECISION_ASK && !pdk_exec_request_exists(req)) {
+     * in between never runs unjudged. */
+    if (t && t->missing) {
         message[0] = '\0';
         return PDK_EXEC_MISSING;
     }
+    if (t && t->nameless) {
+        _cleanup_free_ char *why = xasprintf("it runs %s, which has no name to judge it by "
+                                             "(execute a file of the sandbox's tree instead)",
+                                             t->nameless);
+        return refuse_exec(w, req, why, message, message_size);
+    }
+    pdk_command_verdict v;
+    judge_target(w, req, &v);
+    if (first && v.decision <= st->verdict.decision) {
+        /* decided (recorded, asked, confined) already, on the same or a stricter ground */
+        remember_installer(w, req->pid, installer_argv(rules, req));
+        return PDK_EXEC_ALLOW;
+    }
     const char *how = rule_name(w, v.rule);
-    json_t *o = json_pack("{s:o, s:s, s:i, s:s, s:s, s:s}", "argv", argv_json(req->argv), "path",
-                          req->path, "pid", (int)req->pid, "decision",
-                          pdk_decision_name(v.decision), "decided_by", how, "reason", v.reason);
-    if (v.decision != PDK_DECISION_ALLOW)
-        json_object_set_new(o, "cwd", json_string(pdk_exec_request_cwd(req)));
-    json_object_set_new(o, "rule", v.rule >= 0 ? json_integer(v.rule) : json_null());
+    json_t *o = exec_event(w, req, &v, how);
+    if (first)
+        json_object_set_new(o, "top_level", json_true());
     pdk_error err = {0};
     /* Written before the exec goes on (fail closed); on the disk with the next durable
      * write. */
@@ -1194,7 +1513,7 @@ static pdk_exec_answer judge_exec(void *arg, pdk_exec_request *req, char *messag
             line = argv_line(req->argv);
         note_refusal(w, req->pid, line, message);
         bool quiet = v.rule >= 0 && st->policy->commands.rules[v.rule].quiet;
-        _cleanup_free_ char *shown = pdk_display_argv(req->argv);
+        _cleanup_free_ char *shown = exec_line(req->argv);
         pdk_notice(PDK_NOTICE_EXEC_REFUSED, quiet ? PDK_NOTICE_QUIET : 0,
                    "refused: `%s` (pid %d): %s (%s)", shown, (int)req->pid, v.reason, how);
         /* The process is told on its stderr, unless that is the terminal a command that
@@ -1203,20 +1522,24 @@ static pdk_exec_answer judge_exec(void *arg, pdk_exec_request *req, char *messag
             message[0] = '\0';
         return PDK_EXEC_DENY;
     }
-    case PDK_DECISION_CONFINE: {
-        /* Inside a running sandbox: no network for it and its descendants (their connects
-         * are refused); its writes stay in the session layer. */
-        pdk_proc_stat ps;
-        if (pdk_proc_stat_read(req->pid, &ps)) {
-            w->confined = xrealloc(w->confined, (w->nconfined + 1) * sizeof(*w->confined));
-            w->confined[w->nconfined++] = (struct confined_proc){req->pid, ps.start};
+    case PDK_DECISION_CONFINE:
+        /* Inside a running sandbox: no network for it and every process it makes, whatever
+         * their parents (their connections are refused); its writes stay in the session
+         * layer. */
+        if (pdk_exec_confine(req->pid) < 0) {
+            snprintf(message, message_size,
+                     "paddock: the policy confines this command (%s), and paddock cannot cut "
+                     "it off the network (%s): refused\n",
+                     how, errno == ENOTSUP ? "RLIMIT_LOCKS is 0 for paddock" : strerror(errno));
+            return PDK_EXEC_DENY;
         }
+        remember_installer(w, req->pid, installer_argv(rules, req));
         return PDK_EXEC_ALLOW;
-    }
     case PDK_DECISION_ASK:
         return PDK_EXEC_ASK;
     case PDK_DECISION_ALLOW:
     default:
+        remember_installer(w, req->pid, installer_argv(rules, req));
         return PDK_EXEC_ALLOW;
     }
 }
@@ -1229,7 +1552,7 @@ static pdk_exec_answer ask_exec(void *arg, pdk_exec_listener *listener, pdk_exec
     run_state *st = w->st;
     w->listener = listener;
     pdk_command_verdict v; /* judged again: cheap, and asks are rare */
-    pdk_command_rules_judge(&st->policy->commands, req->argv, &v);
+    judge_target(w, req, &v);
     const char *how = rule_name(w, v.rule);
     pdk_error err = {0};
     if (!w->store && pdk_store_open(st->state_dir, true, &w->store, &err) < 0) {
@@ -1237,22 +1560,29 @@ static pdk_exec_answer ask_exec(void *arg, pdk_exec_listener *listener, pdk_exec
                  err.message);
         return PDK_EXEC_DENY;
     }
-    if (st->session->named && pdk_approval_always(w->store, st->session->id, how))
+    char **installer = installer_argv(&st->policy->commands, req);
+    if (st->session->named && pdk_approval_always(w->store, st->session->id, how)) {
+        remember_installer(w, req->pid, installer);
         return PDK_EXEC_ALLOW;
+    }
     pdk_proc_stat asker; /* its parents only, not the asker itself */
+    json_t *argv_record = json_object();
+    add_argv(argv_record, req->argv, req->argc, req->argv_bytes);
     pdk_approval a = {
         .session = xstrdup(st->session->id),
         .pid = req->pid,
         .parents = pdk_approval_parents_of(pdk_proc_stat_read(req->pid, &asker) ? asker.ppid : 0),
-        .argv = argv_json(req->argv),
+        .argv = json_incref(json_object_get(argv_record, "argv")),
         .cwd = xstrdup(pdk_exec_request_cwd(req)),
         .rule = xstrdup(how),
         .reason = xstrdup(v.reason),
     };
+    json_decref(argv_record);
     if (approval_ask(st, w->store, &a, &err) < 0) {
         snprintf(message, message_size, "paddock: cannot ask for approval (%s): denied\n",
                  err.message);
         pdk_approval_clear(&a);
+        pdk_strv_free(installer);
         return PDK_EXEC_DENY;
     }
     w->pending = xrealloc(w->pending, (w->npending + 1) * sizeof(*w->pending));
@@ -1263,7 +1593,8 @@ static pdk_exec_answer ask_exec(void *arg, pdk_exec_listener *listener, pdk_exec
     p->deadline_ns =
         pdk_now_monotonic_ns() + (uint64_t)st->policy->approval_timeout_seconds * 1000000000ULL;
     p->line = argv_line(req->argv);
-    _cleanup_free_ char *shown = pdk_display_argv(req->argv);
+    p->installer = installer;
+    _cleanup_free_ char *shown = exec_line(req->argv);
     pdk_notice(PDK_NOTICE_APPROVAL, PDK_NOTICE_PRINT,
                "approval %s: `%s` (pid %d) needs a human (%s: %s); answer with paddock approve "
                "%s, or paddock deny %s",
@@ -1278,11 +1609,17 @@ static void exec_watch_free(exec_watch *w)
     for (size_t i = 0; w->rule_names && i <= w->st->policy->commands.count; i++)
         free(w->rule_names[i]);
     free(w->rule_names);
-    free(w->confined);
+    for (size_t i = 0; i < w->ninstallers; i++)
+        pdk_strv_free(w->installers[i].argv);
+    free(w->installers);
+    pdk_strv_free(w->known_names);
+    free(w->path_list);
     free(w->refused_line);
     free(w->refused_message);
-    for (size_t i = 0; i < w->npending; i++)
+    for (size_t i = 0; i < w->npending; i++) {
         free(w->pending[i].line);
+        pdk_strv_free(w->pending[i].installer);
+    }
     free(w->pending);
     if (w->poll_ev)
         event_free(w->poll_ev);
@@ -1422,9 +1759,17 @@ int pdk_run(const pdk_run_options *given, pdk_run_report *report, pdk_error *err
             .judge = judge_exec, .ask = ask_exec, .connect = connect_allowed, .arg = &watch};
         st.watch = &watch;
     }
+    st.readonly = readonly;
     if (build_config(&st, err) < 0)
         goto out;
     if (st.watch) {
+        watch.known_names = known_command_names(&st.policy->commands);
+        for (size_t i = 0; st.cfg.envp && st.cfg.envp[i]; i++)
+            if (pdk_str_has_prefix(st.cfg.envp[i], "PATH="))
+                watch.path_list = xstrdup(st.cfg.envp[i] + 5);
+        watch.handler.known_names = watch.known_names;
+        watch.handler.path_list = watch.path_list;
+        watch.handler.one_root = !st.cfg.nested_userns;
         st.cfg.exec_handler = &watch.handler;
         /* Connects are watched only when some rule confines. */
         for (size_t i = 0; i < st.policy->commands.count; i++)

@@ -55,6 +55,9 @@ typedef struct pdk_sandbox_config {
                            * placeholder when make_placeholders is set and the parent
                            * exists. */
     bool make_placeholders;
+    char **pin_paths; /* absolute directories bound over themselves (writable), so that they
+                       * cannot be renamed or removed inside: the parents of a persistent
+                       * home's protected entries. A missing one or a symlink is an error. */
 
     int *pass_fds;
     size_t pass_fd_count;

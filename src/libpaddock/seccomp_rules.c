@@ -234,11 +234,12 @@ static size_t prefix_program(struct sock_filter *out, uint32_t arch, bool nested
     int execve = seccomp_syscall_resolve_name_arch(arch, "execve");
     int execveat = seccomp_syscall_resolve_name_arch(arch, "execveat");
     int connect = seccomp_syscall_resolve_name_arch(arch, "connect");
-    if (personality < 0 || clone < 0 || execve < 0 || execveat < 0 || connect < 0)
+    int sendto = seccomp_syscall_resolve_name_arch(arch, "sendto");
+    int sendmsg = seccomp_syscall_resolve_name_arch(arch, "sendmsg");
+    int sendmmsg = seccomp_syscall_resolve_name_arch(arch, "sendmmsg");
+    if (personality < 0 || clone < 0 || execve < 0 || execveat < 0 || connect < 0 || sendto < 0 ||
+        sendmsg < 0 || sendmmsg < 0)
         return 0;
-    /* With connect notified too, execve, execveat and connect go to the listener; without,
-     * the same code with a number no syscall has in connect's place. */
-    uint32_t connect_nr = notify_connect ? (uint32_t)connect : 0xffffffffu;
     const uint32_t eperm = SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA);
     /* Indices: 0-3 dispatch, 4-6 personality, 7-9 clone, 10 allow, 11 eperm; 12 is the
      * first instruction of libseccomp's program. */
@@ -262,24 +263,46 @@ static size_t prefix_program(struct sock_filter *out, uint32_t arch, bool nested
         memcpy(out, p, sizeof(p));
         return PDK_ARRAY_SIZE(p);
     }
-    /* execve, execveat (and connect) to the listener: four instructions after the load of
-     * nr, the jumps of the dispatch over them stretched by four. */
-    struct sock_filter n[PDK_ARRAY_SIZE(p) + 4];
-    size_t k = 0;
+    /* To the listener, after "ld nr": execve and execveat; with notify_connect also
+     * connect, and sendto, sendmsg and sendmmsg when their flags have MSG_FASTOPEN (a TCP
+     * connection opened without connect; their flags are the fourth, third and fourth
+     * argument, an int: the low half). Without notify_connect the same code with a number
+     * no syscall has in their places. The dispatch's jumps over it are stretched by its
+     * length. */
+    uint32_t none = 0xffffffffu;
+    uint32_t c_nr = notify_connect ? (uint32_t)connect : none;
+    uint32_t st_nr = notify_connect ? (uint32_t)sendto : none;
+    uint32_t sm_nr = notify_connect ? (uint32_t)sendmsg : none;
+    uint32_t smm_nr = notify_connect ? (uint32_t)sendmmsg : none;
+#define ARG_LOW(i) (offsetof(struct seccomp_data, args[i]))
+    /* The block: 0-5 by number, 6-7 arg 3, 8 arg 2, 9 MSG_FASTOPEN?, 10-11 reload nr and
+     * go on, 12 notify; 13 is the dispatch's next instruction. */
+    const struct sock_filter block[] = {
+        /* 0 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)execve, 12 - 1, 0),
+        /* 1 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)execveat, 12 - 2, 0),
+        /* 2 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, c_nr, 12 - 3, 0),
+        /* 3 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, st_nr, 6 - 4, 0),
+        /* 4 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, smm_nr, 6 - 5, 0),
+        /* 5 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, sm_nr, 8 - 6, 13 - 6),
+        /* 6 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG_LOW(3)),
+        /* 7 */ BPF_JUMP(BPF_JMP | BPF_JA, 9 - 8, 0, 0),
+        /* 8 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG_LOW(2)),
+        /* 9 */ BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, MSG_FASTOPEN, 12 - 10, 0),
+        /* 10 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        /* 11 */ BPF_JUMP(BPF_JMP | BPF_JA, 13 - 12, 0, 0),
+        /* 12 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
+    };
+#undef ARG_LOW
+    size_t extra = PDK_ARRAY_SIZE(block), k = 0;
+    struct sock_filter n[PDK_ARRAY_SIZE(p) + PDK_ARRAY_SIZE(block)];
     for (size_t i = 0; i < PDK_ARRAY_SIZE(p); i++) {
         struct sock_filter ins = p[i];
         if (i == 1)
-            ins.jf += 4; /* arch mismatch: to libseccomp's program */
+            ins.jf += extra; /* arch mismatch: to libseccomp's program */
         n[k++] = ins;
-        if (i == 2) {
-            /* after "ld nr": 3 jeq execve, 4 jeq execveat, 5 jeq connect, 6 ret notify */
-            n[k++] =
-                (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)execve, 2, 0);
-            n[k++] =
-                (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)execveat, 1, 0);
-            n[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, connect_nr, 0, 1);
-            n[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF);
-        }
+        if (i == 2)
+            for (size_t j = 0; j < extra; j++)
+                n[k++] = block[j];
     }
     memcpy(out, n, sizeof(n));
     return k;
@@ -334,7 +357,7 @@ static int generate(FILE *out, size_t arch, unsigned variant)
     if (fstat(mfd, &st) < 0 || st.st_size % sizeof(struct sock_filter) != 0)
         return -EINVAL;
     size_t n = (size_t)st.st_size / sizeof(struct sock_filter);
-    struct sock_filter *prog = malloc((size_t)st.st_size + 16 * sizeof(struct sock_filter));
+    struct sock_filter *prog = malloc((size_t)st.st_size + 32 * sizeof(struct sock_filter));
     if (!prog)
         return -ENOMEM;
     size_t pre = prefix_program(prog, arches[arch].token, options.nested_userns,

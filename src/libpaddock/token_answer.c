@@ -1,6 +1,7 @@
 /* token_answer.c: token endpoints' answers and the token cache entry (token_answer.h). */
 #include "token_answer.h"
 
+#include "redact.h"
 #include "util.h"
 
 #include <errno.h>
@@ -12,13 +13,17 @@
 
 #define ANSWER_MAX (64 * 1024)
 
-/* A string of the answer, for a one-line message: control characters (a newline, an
- * escape sequence for the terminal) become '?', and it is cut at 200 bytes. */
+/* A string of the answer, for a one-line message: every registered secret in it redacted
+ * (redact.h: an endpoint may quote the refresh token it refuses, and the message reaches
+ * the sandbox in a 502) before it is cut at 200 bytes (a secret cut in two would no longer
+ * be found), control characters (a newline, an escape sequence for the terminal) become
+ * '?'. */
 static char *text_or(json_t *o, const char *key, const char *fallback)
 {
-    const char *s = json_string_value(json_object_get(o, key));
-    if (!s || !*s)
+    const char *raw = json_string_value(json_object_get(o, key));
+    if (!raw || !*raw)
         return fallback ? xstrdup(fallback) : NULL;
+    _cleanup_free_ char *s = pdk_redacted(raw);
     char *t = xstrndup(s, strlen(s) > 200 ? 200 : strlen(s));
     for (char *p = t; *p; p++)
         if ((unsigned char)*p < 0x20 || *p == 0x7f)

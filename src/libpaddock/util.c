@@ -146,6 +146,17 @@ bool pdk_strv_contains(char *const *strv, const char *s)
     return false;
 }
 
+char **pdk_strv_view(const char *const *head, size_t head_count, char *const *rest)
+{
+    size_t n = pdk_strv_length(rest), k = 0;
+    char **view = xmalloc((head_count + n + 1) * sizeof(char *));
+    for (size_t i = 0; i < head_count; i++)
+        if (head[i])
+            view[k++] = (char *)head[i];
+    memcpy(view + k, rest, (n + 1) * sizeof(char *));
+    return view;
+}
+
 char **pdk_strv_copy(char *const *strv)
 {
     char **copy = xcalloc(pdk_strv_length(strv) + 1, sizeof(char *));

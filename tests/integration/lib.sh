@@ -714,3 +714,20 @@ finish_asked() {
     exec {ASK_FD}<&-
     wait "$BG" 2>/dev/null
 }
+
+# ---- the test upstream (tests/integration/upstream.py) -----------------------------------
+
+# start_upstream VAR [ARGS...]: upstream.py on 127.0.0.1 (ARGS: --tls CERT KEY, --log FILE,
+# --git ROOT); its port in VAR.
+start_upstream() {
+    local var=$1 fifo="$T/.upstream.$RANDOM"
+    shift
+    mkfifo "$fifo"
+    "$PYTHON" "$PADDOCK_TOP/tests/integration/upstream.py" "$@" >"$fifo" &
+    track_pid $!
+    local port=""
+    IFS= read -r -t 30 port <"$fifo"
+    rm -f "$fifo"
+    [ -n "$port" ] || bail_out "the test upstream did not start"
+    printf -v "$var" '%s' "$port"
+}

@@ -19,20 +19,6 @@ need_userns
 [ -e "$PADDOCK_BUILD/paddock-gateway.so" ] || bail_out "paddock-gateway.so is not built"
 command -v curl >/dev/null || skip_all "curl is not installed"
 
-# start_upstream VAR [ARGS...]: upstream.py on 127.0.0.1; its port in VAR.
-start_upstream() {
-    local var=$1 fifo="$T/.upstream.$RANDOM"
-    shift
-    mkfifo "$fifo"
-    "$PYTHON" "$PADDOCK_TOP/tests/integration/upstream.py" "$@" >"$fifo" &
-    track_pid $!
-    local port=""
-    IFS= read -r -t 30 port <"$fifo"
-    rm -f "$fifo"
-    [ -n "$port" ] || bail_out "the test upstream did not start"
-    printf -v "$var" '%s' "$port"
-}
-
 start_upstream HTTP_PORT --log "$T/upstream.log"
 
 # A test CA and a certificate for secure.test, for the passthrough tunnel.
@@ -477,7 +463,9 @@ credentials:
     value: {secret: api_token}
     hosts: [api.test]
     inject: {header: Authorization, value: "Bearer {token}"}
+    replace_in_headers: [X-Api-Key]
     placeholder: {env: API_TOKEN, file: ~/.config/api/token}
+    allow_plain_http: true
 EOF2
 : >"$T/upstream.log"
 cat >"$WS/cred.sh" <<'EOF2'
@@ -584,12 +572,15 @@ credentials:
     value: {secret: api_token}
     hosts: [api.test]
     placeholder: {env: API_TOKEN}
+    replace_in_headers: [X-Api-Key]
+    allow_plain_http: true
   - name: form
     provider: static
     value: {secret: api_token}
     hosts: [form.test]
     placeholder: {env: FORM_TOKEN}
     replace_in_body: true
+    allow_plain_http: true
 EOF2
 : >"$T/upstream.log"
 cat >"$WS/body.sh" <<'EOF2'

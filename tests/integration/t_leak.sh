@@ -41,6 +41,7 @@ credentials:
     provider: static
     value: {secret: api_key}
     hosts: [open.feishu.cn]
+    replace_in_headers: [X-Api-Key]
     placeholder: {env: API_KEY}
   - name: user
     provider: oauth2_refresh
@@ -50,6 +51,7 @@ credentials:
     client_secret: {secret: feishu_app_secret}
     hosts: [open.larksuite.com]
     placeholder: {env: USER_TOKEN}
+    replace_in_headers: [Authorization]
     replace_in_body: true
 EOF2
 

@@ -11,11 +11,25 @@ Paths:
   .../ws       with Upgrade: websocket, 101, then echoes every byte
   /git/...     with --git: git's smart HTTP protocol for the repositories under ROOT
                (git http-backend), so that clone and push work
+  /reflect/... what careless or debugging upstreams do with what they are sent (the
+               credential reflection tests):
+    cors         Access-Control-Allow-Origin: the request's Origin (and -Allow-Headers)
+    request-id   X-Request-Id: the request's X-Request-Id
+    error        400, an HTML page quoting every field of the request
+    chunked      the request's fields in a chunked body, 7 bytes a chunk, in three writes
+    trailer      a chunked body with trailer fields echoing Authorization and X-Api-Key
+    header-name  a response field named after the Authorization value (X-Seen-VALUE: 1)
+    partial      the Authorization value without its last byte, at the end of the body
+    base64       the request's fields, base64 (standard) then base64 (URL-safe)
+    location     302 to /login?next= the Authorization value, %-encoded
+    until-close  the fields in a body that ends when the connection does (no length)
+    gzip         the fields, gzip-encoded when Accept-Encoding allows gzip, else as they are
+    gzip-always  the fields gzip-encoded whatever the request accepts
   anything     a JSON echo: method, path, the request's header names and values, body size
 Every request is appended to the log as one JSON line (method, path, headers, body_len, and
 the body itself as text when it is under 4 KiB).
 """
-import json, socket, ssl, subprocess, sys, threading, time
+import base64, gzip, json, socket, ssl, subprocess, sys, threading, time, urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
@@ -91,11 +105,92 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(rest)
 
+    def _fields(self):
+        return "".join("%s: %s\n" % (k, v) for k, v in self.headers.items()).encode()
+
+    def _reflect(self, what):
+        fields = self._fields()
+        auth = self.headers.get("Authorization", "")
+        if what == "cors":
+            self.send_response(200)
+            self.send_header("Access-Control-Allow-Origin", self.headers.get("Origin", "*"))
+            self.send_header("Access-Control-Allow-Headers",
+                             self.headers.get("Access-Control-Request-Headers", ""))
+            self.send_header("Content-Length", "3")
+            self.end_headers()
+            self.wfile.write(b"ok\n")
+        elif what == "request-id":
+            self.send_response(200)
+            self.send_header("X-Request-Id", self.headers.get("X-Request-Id", "none"))
+            self.send_header("Content-Length", "3")
+            self.end_headers()
+            self.wfile.write(b"ok\n")
+        elif what == "error":
+            page = b"<html><body><h1>400 Bad Request</h1><p>We got:</p><pre>\n" + fields + \
+                   b"</pre></body></html>\n"
+            self._send(400, page, "text/html")
+        elif what in ("chunked", "trailer"):
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Transfer-Encoding", "chunked")
+            if what == "trailer":
+                self.send_header("Trailer", "X-Echo-Authorization, X-Echo-Api-Key")
+            self.end_headers()
+            chunks = [fields[i:i + 7] for i in range(0, len(fields), 7)]
+            third = max(1, len(chunks) // 3)
+            for part in (chunks[:third], chunks[third:2 * third], chunks[2 * third:]):
+                self.wfile.write(b"".join(b"%x\r\n%s\r\n" % (len(c), c) for c in part))
+                self.wfile.flush()
+                time.sleep(0.02)  # (separate reads at the gateway, most of the time)
+            if what == "trailer":
+                self.wfile.write(b"0\r\nX-Echo-Authorization: %s\r\nX-Echo-Api-Key: %s\r\n\r\n" % (
+                    auth.encode(), self.headers.get("X-Api-Key", "").encode()))
+            else:
+                self.wfile.write(b"0\r\n\r\n")
+        elif what == "header-name":
+            self.send_response(200)
+            self.send_header("X-Seen-" + auth.replace("Bearer ", ""), "1")
+            self.send_header("Content-Length", "3")
+            self.end_headers()
+            self.wfile.write(b"ok\n")
+        elif what == "partial":
+            self._send(200, b"you sent a token ending in: " + auth.encode()[:-1], "text/plain")
+        elif what == "base64":
+            self._send(200, base64.b64encode(fields) + b"\n" + base64.urlsafe_b64encode(fields) + b"\n",
+                       "text/plain")
+        elif what == "location":
+            self.send_response(302)
+            self.send_header("Location", "/login?next=" + urllib.parse.quote(auth, safe=""))
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+        elif what == "until-close":
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.wfile.write(fields)
+            self.close_connection = True
+        elif what in ("gzip", "gzip-always"):
+            if what == "gzip-always" or "gzip" in self.headers.get("Accept-Encoding", ""):
+                data = gzip.compress(fields)
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain")
+                self.send_header("Content-Encoding", "gzip")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+            else:
+                self._send(200, fields, "text/plain")
+        else:
+            self._send(404, b"no such reflection\n", "text/plain")
+
     def _handle(self):
         body = self._body()
         self._record(len(body), body)
         if Handler.git_root and self.path.startswith("/git/"):
             return self._git(body)
+        if self.path.startswith("/reflect/"):
+            return self._reflect(self.path[len("/reflect/"):].split("?")[0])
         if self.path.endswith("/ws") and self.headers.get("Upgrade", "").lower() == "websocket":
             # Not a real WebSocket: after the 101, every byte comes back (enough to see the
             # gateway pass the upgraded connection through).

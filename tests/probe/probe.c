@@ -41,6 +41,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
@@ -69,6 +70,12 @@
 #endif
 #ifndef AF_XDP
 #define AF_XDP 44
+#endif
+#ifndef TCP_FASTOPEN_CONNECT
+#define TCP_FASTOPEN_CONNECT 30
+#endif
+#ifndef MSG_FASTOPEN
+#define MSG_FASTOPEN 0x20000000
 #endif
 #ifndef SOCK_CLOEXEC
 #define SOCK_CLOEXEC O_CLOEXEC
@@ -481,6 +488,98 @@ static int check_connect_abstract(int argc, char **argv)
 {
     return connect_unix_report(argv[0], true);
 }
+
+/* ---- opening a TCP connection every way the kernel offers ---- */
+
+static int parse_ipv4_port(const char *host, const char *port_text, struct sockaddr_in *out)
+{
+    long port;
+    if (!parse_long(port_text, &port) || port == 0 || port > 65535)
+        return usage_error("bad port", port_text);
+    *out = (struct sockaddr_in){.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    if (inet_pton(AF_INET, host, &out->sin_addr) != 1)
+        return usage_error("not a numeric IPv4 address:", host);
+    return 0;
+}
+
+/* net-get MODE HOST PORT URL: "GET URL HTTP/1.1" (a proxy's absolute form) to HOST:PORT,
+ * the connection opened by MODE: connect (connect, then send), sendto-fastopen and
+ * sendmsg-fastopen (the request as the SYN's data, MSG_FASTOPEN, no connect),
+ * fastopen-connect (TCP_FASTOPEN_CONNECT, connect, write). Prints value=STATUS-LINE, or
+ * errno= of the step that failed. */
+static int check_net_get(int argc, char **argv)
+{
+    const char *mode = argv[0], *url = argv[3];
+    struct sockaddr_in addr;
+    int bad = parse_ipv4_port(argv[1], argv[2], &addr);
+    if (bad)
+        return bad;
+    const char *host = strstr(url, "://");
+    host = host ? host + 3 : url;
+    size_t host_len = strcspn(host, "/");
+    char request[2048];
+    int len = snprintf(request, sizeof(request),
+                       "GET %s HTTP/1.1\r\nHost: %.*s\r\nConnection: close\r\n\r\n", url,
+                       (int)host_len, host);
+    if (len < 0 || (size_t)len >= sizeof(request))
+        return usage_error("URL too long:", url);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return report_step("socket(AF_INET)");
+    struct timeval tv = {.tv_sec = 10, .tv_usec = 0};
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    ssize_t sent;
+    if (strcmp(mode, "connect") == 0 || strcmp(mode, "fastopen-connect") == 0) {
+        int one = 1;
+        if (strcmp(mode, "fastopen-connect") == 0 &&
+            setsockopt(fd, IPPROTO_TCP, TCP_FASTOPEN_CONNECT, &one, sizeof(one)) < 0)
+            return report_step("setsockopt(TCP_FASTOPEN_CONNECT)");
+        if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
+            int err = errno;
+            close(fd);
+            errno = err;
+            return report(-1);
+        }
+        sent = write(fd, request, (size_t)len);
+    } else if (strcmp(mode, "sendto-fastopen") == 0) {
+        sent = sendto(fd, request, (size_t)len, MSG_FASTOPEN | MSG_NOSIGNAL,
+                      (struct sockaddr *)&addr, sizeof(addr));
+    } else if (strcmp(mode, "sendmsg-fastopen") == 0) {
+        struct iovec iov = {request, (size_t)len};
+        struct msghdr msg = {
+            .msg_name = &addr, .msg_namelen = sizeof(addr), .msg_iov = &iov, .msg_iovlen = 1};
+        sent = sendmsg(fd, &msg, MSG_FASTOPEN | MSG_NOSIGNAL);
+    } else {
+        close(fd);
+        return usage_error("unknown mode", mode);
+    }
+    if (sent < 0) {
+        int err = errno;
+        close(fd);
+        errno = err;
+        return report(-1);
+    }
+    char answer[512];
+    ssize_t n = read(fd, answer, sizeof(answer) - 1);
+    int err = errno;
+    close(fd);
+    if (n < 0) {
+        errno = err;
+        return report(-1);
+    }
+    answer[n > 0 ? n : 0] = '\0';
+    answer[strcspn(answer, "\r\n")] = '\0';
+    printf("value=%s\n", n > 0 ? answer : "(closed)");
+    return 0;
+}
+
+static const struct check *find_check(const char *name);
+
+/* orphan CHECK [ARGS...]: CHECK run in a grandchild whose parent has exited and been reaped
+ * (so that it is re-parented to the namespace's init, or a subreaper), in a new session;
+ * its line printed by this process. */
+static int check_orphan(int argc, char **argv);
 
 static const struct {
     const char *name;
@@ -916,7 +1015,70 @@ static const struct check {
     {"spawn-orphan", "[TAG]", 0, 1, check_spawn_orphan},
     {"fork-bomb", "[MAX]", 0, 1, check_fork_bomb},
     {"alloc", "MB", 1, 1, check_alloc},
+    {"net-get", "MODE HOST PORT URL", 4, 4, check_net_get},
+    {"orphan", "CHECK [ARGS...]", 1, 8, check_orphan},
 };
+
+static const struct check *find_check(const char *name)
+{
+    for (size_t i = 0; i < ARRAY_SIZE(checks); i++)
+        if (strcmp(name, checks[i].name) == 0)
+            return &checks[i];
+    return NULL;
+}
+
+static int check_orphan(int argc, char **argv)
+{
+    const struct check *c = find_check(argv[0]);
+    if (!c || c->run == check_orphan)
+        return usage_error("unknown check", argv[0]);
+    if (argc - 1 < c->min_args || argc - 1 > c->max_args)
+        return usage_error("wrong number of arguments for", argv[0]);
+    int out[2], go[2];
+    if (pipe(out) < 0 || pipe(go) < 0)
+        return report_step("pipe");
+    fflush(stdout);
+    pid_t child = fork();
+    if (child < 0)
+        return report_step("fork");
+    if (child == 0) {
+        pid_t grandchild = fork();
+        if (grandchild < 0)
+            _exit(1);
+        if (grandchild == 0) {
+            /* wait until the middle process is reaped: re-parented by then */
+            close(go[1]);
+            char b;
+            while (read(go[0], &b, 1) < 0 && errno == EINTR)
+                ;
+            setsid();
+            dup2(out[1], 1);
+            close(out[0]);
+            int status = c->run(argc - 1, argv + 1);
+            fflush(stdout);
+            _exit(status);
+        }
+        _exit(0);
+    }
+    close(go[0]);
+    close(out[1]);
+    int status;
+    while (waitpid(child, &status, 0) < 0 && errno == EINTR)
+        ;
+    close(go[1]); /* the grandchild goes on */
+    char line[1024];
+    size_t n = 0;
+    for (;;) {
+        ssize_t r = read(out[0], line + n, sizeof(line) - 1 - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0 || (n += (size_t)r) >= sizeof(line) - 1)
+            break;
+    }
+    line[n] = '\0';
+    fputs(n ? line : "value=(no line)\n", stdout);
+    return 0;
+}
 
 static void usage(FILE *out)
 {

@@ -1,6 +1,7 @@
 /* test_command_rules.c: the matcher of command rules (argv prefixes, alternatives, globs,
- * executable by basename or path, strictest wins, the default) and seeing through shell
- * wrappers. */
+ * executable by basename or path, strictest wins, the default), seeing through shell
+ * wrappers and the dynamic loader, the forms of a command (global options of git, npm,
+ * pip, uv; python -m), the other names of its executable, and `under`. */
 #include "command_rules.h"
 
 #include <setjmp.h>
@@ -11,14 +12,11 @@
 
 #include <cmocka.h>
 
-/* rule(rules, decision, reason, "tok", "alt1|alt2", ...) with NULL at the end. */
-static void rule(pdk_command_rules *rules, pdk_decision d, const char *reason, ...)
+/* The tokens "tok", "alt1|alt2", ... of ap, up to NULL: their count. */
+static size_t pattern_of(va_list ap, char **tokens[16])
 {
-    char **tokens[16];
     size_t n = 0;
-    va_list ap;
-    va_start(ap, reason);
-    for (const char *t = va_arg(ap, const char *); t; t = va_arg(ap, const char *)) {
+    for (const char *t = va_arg(ap, const char *); t && n < 16; t = va_arg(ap, const char *)) {
         char **alts = NULL;
         _cleanup_free_ char *copy = xstrdup(t);
         char *save = NULL;
@@ -26,6 +24,16 @@ static void rule(pdk_command_rules *rules, pdk_decision d, const char *reason, .
             pdk_strv_push(&alts, a);
         tokens[n++] = alts;
     }
+    return n;
+}
+
+/* rule(rules, decision, reason, "tok", "alt1|alt2", ...) with NULL at the end. */
+static void rule(pdk_command_rules *rules, pdk_decision d, const char *reason, ...)
+{
+    char **tokens[16];
+    va_list ap;
+    va_start(ap, reason);
+    size_t n = pattern_of(ap, tokens);
     va_end(ap);
     pdk_command_rules_add(rules, (char *const *const *)tokens, n, d, reason);
     for (size_t i = 0; i < n; i++)
@@ -241,6 +249,171 @@ static void test_index_agrees_with_every_rule(void **state)
     pdk_command_rules_free(&r);
 }
 
+/* An `under` pattern for the last rule added: "tok", "alt1|alt2", ..., NULL. */
+static void under(pdk_command_rules *rules, ...)
+{
+    char **tokens[16];
+    va_list ap;
+    va_start(ap, rules);
+    size_t n = pattern_of(ap, tokens);
+    va_end(ap);
+    pdk_command_rules_add_under(rules, rules->count - 1, (char *const *const *)tokens, n);
+    for (size_t i = 0; i < n; i++)
+        pdk_strv_free(tokens[i]);
+}
+
+static pdk_decision decide(const pdk_command_rules *rules, char *const *argv, char *const *names,
+                           char *const *ancestor)
+{
+    char *const *ancestors[] = {ancestor, NULL};
+    pdk_command_query q = {.argv = argv,
+                           .names = names,
+                           .ancestors = ancestor ? (char *const *const *)ancestors : NULL};
+    pdk_command_verdict v;
+    pdk_command_rules_judge_query(rules, &q, &v);
+    return v.decision;
+}
+
+#define ARGV(...) ((char *const[]){__VA_ARGS__, NULL})
+
+static void test_global_options(void **state)
+{
+    pdk_command_rules r = {.default_decision = PDK_DECISION_ALLOW};
+    rule(&r, PDK_DECISION_ASK, NULL, "git", "push", NULL);
+    rule(&r, PDK_DECISION_ASK, NULL, "npm|pnpm|yarn", "publish", NULL);
+    rule(&r, PDK_DECISION_DENY, NULL, "pip", "uninstall", NULL);
+    rule(&r, PDK_DECISION_DENY, NULL, "python3", "-m", "http.server", NULL);
+    rule(&r, PDK_DECISION_DENY, NULL, "uv", "pip", "uninstall", NULL);
+    /* git's global options before the subcommand, in every form git takes them */
+    char *const *const asks[] = {
+        ARGV("git", "-C", ".", "push"),
+        ARGV("git", "-c", "core.pager=cat", "--no-pager", "push", "origin"),
+        ARGV("git", "--git-dir=.git", "--work-tree", ".", "push"),
+        ARGV("git", "-P", "--bare", "--namespace", "x", "--no-optional-locks", "push"),
+        ARGV("git", "--exec-path=/usr/lib/git-core", "--literal-pathspecs", "push"),
+        ARGV("git", "--", "push"),
+        /* an option git gained later: tried both ways */
+        ARGV("git", "--new-option", "value", "push"),
+        ARGV("git", "--new-flag", "push"),
+        /* an alias defined on the command line hides what runs */
+        ARGV("git", "-c", "alias.p=push", "p"),
+        ARGV("git", "-c", "ALIAS.P=!sh -c true", "p"),
+        ARGV("git", "--config-env=alias.p=VAR", "p"),
+        ARGV("npm", "--registry=https://x", "-g", "publish"),
+        ARGV("npm", "--prefix", "dir", "publish"),
+        ARGV("yarn", "--cwd", "dir", "publish"),
+        ARGV("pnpm", "-C", "dir", "-r", "publish"),
+    };
+    for (size_t i = 0; i < sizeof(asks) / sizeof(asks[0]); i++) {
+        if (decide(&r, asks[i], NULL, NULL) != PDK_DECISION_ASK)
+            fail_msg("case %zu (%s %s ...) is not ask", i, asks[i][1], asks[i][2]);
+    }
+    char *const *const denies[] = {
+        ARGV("pip", "--no-input", "--timeout", "5", "uninstall", "x"),
+        ARGV("python3", "-I", "-m", "http.server"),
+        ARGV("python3", "-Im", "http.server"),
+        ARGV("python3", "-X", "dev", "-W", "ignore", "-mhttp.server", "8000"),
+        ARGV("uv", "--directory", "d", "-q", "pip", "uninstall", "x"),
+    };
+    for (size_t i = 0; i < sizeof(denies) / sizeof(denies[0]); i++)
+        if (decide(&r, denies[i], NULL, NULL) != PDK_DECISION_DENY)
+            fail_msg("case %zu (%s %s ...) is not deny", i, denies[i][0], denies[i][1]);
+    char *const *const allows[] = {
+        ARGV("git", "-C", "push", "status"), /* push is -C's directory */
+        ARGV("git", "status"),
+        ARGV("git", "-c", "alias.s=status", "log"),
+        ARGV("python3", "-c", "import x", "-m", "http.server"),
+        ARGV("npm", "test"),
+    };
+    for (size_t i = 0; i < sizeof(allows) / sizeof(allows[0]); i++)
+        if (decide(&r, allows[i], NULL, NULL) != PDK_DECISION_ALLOW)
+            fail_msg("case %zu (%s %s ...) is not allow", i, allows[i][0], allows[i][1]);
+    /* many options a table does not know: what runs cannot be told */
+    assert_int_equal(
+        decide(&r, ARGV("git", "--a", "--b", "--c", "--d", "--e", "status"), NULL, NULL),
+        PDK_DECISION_ASK);
+    pdk_command_rules_free(&r);
+}
+
+static void test_names_and_loader(void **state)
+{
+    pdk_command_rules r = {.default_decision = PDK_DECISION_ALLOW};
+    rule(&r, PDK_DECISION_DENY, "no touch", "touch", NULL);
+    rule(&r, PDK_DECISION_ASK, NULL, "git", "push", NULL);
+    rule(&r, PDK_DECISION_DENY, NULL, "/opt/tool/bin/*", NULL);
+    /* exec -a: argv[0] is the caller's word, the names are the file's */
+    assert_int_equal(decide(&r, ARGV("ls", "x"), NULL, NULL), PDK_DECISION_ALLOW);
+    assert_int_equal(decide(&r, ARGV("ls", "x"), ARGV("/usr/bin/touch"), NULL), PDK_DECISION_DENY);
+    assert_int_equal(decide(&r, ARGV("x", "push"), ARGV("/usr/bin/git"), NULL), PDK_DECISION_ASK);
+    assert_int_equal(decide(&r, ARGV("./ls", "x"), ARGV("./ls", "/opt/tool/bin/t"), NULL),
+                     PDK_DECISION_DENY);
+    /* the dynamic loader's program, with and without --argv0 */
+    assert_int_equal(
+        decide(&r, ARGV("/lib64/ld-linux-x86-64.so.2", "/usr/bin/touch", "f"), NULL, NULL),
+        PDK_DECISION_DENY);
+    assert_int_equal(decide(&r,
+                            ARGV("ld-linux-x86-64.so.2", "--preload", "", "--library-path", "/x",
+                                 "--argv0", "ls", "/usr/bin/touch"),
+                            NULL, NULL),
+                     PDK_DECISION_DENY);
+    assert_int_equal(decide(&r, ARGV("/lib/ld-musl-x86_64.so.1", "--", "git", "push"), NULL, NULL),
+                     PDK_DECISION_ASK);
+    assert_int_equal(
+        decide(&r, ARGV("/lib64/ld-linux-x86-64.so.2", "--list", "/usr/bin/ls"), NULL, NULL),
+        PDK_DECISION_ALLOW);
+    /* the loader through a shell */
+    assert_int_equal(
+        decide(&r, ARGV("sh", "-c", "/lib64/ld-linux-x86-64.so.2 /usr/bin/touch f"), NULL, NULL),
+        PDK_DECISION_DENY);
+    pdk_command_rules_free(&r);
+}
+
+static void test_under(void **state)
+{
+    pdk_command_rules r = {.default_decision = PDK_DECISION_ALLOW};
+    rule(&r, PDK_DECISION_CONFINE, "install script", "*", NULL);
+    under(&r, "npm", "install|ci", NULL);
+    under(&r, "python3", "-m", "pip", "install", NULL);
+    under(&r, "npx", NULL);
+    assert_true(r.has_under);
+    char *const *npm = ARGV("npm", "install", "left-pad");
+    /* no installer above: the rule does not hold */
+    assert_int_equal(decide(&r, ARGV("sh", "-c", "node install.js"), NULL, NULL),
+                     PDK_DECISION_ALLOW);
+    /* below one: it does, through the shell too */
+    assert_int_equal(decide(&r, ARGV("sh", "-c", "node install.js"), NULL, npm),
+                     PDK_DECISION_CONFINE);
+    assert_int_equal(
+        decide(&r, ARGV("node-gyp", "rebuild"), NULL, ARGV("npm", "--prefix", "d", "ci")),
+        PDK_DECISION_CONFINE);
+    /* below an npm that installs nothing: not */
+    assert_int_equal(decide(&r, ARGV("sh", "-c", "jest"), NULL, ARGV("npm", "test")),
+                     PDK_DECISION_ALLOW);
+    /* an installer's own child that is an installer: not confined */
+    assert_int_equal(decide(&r, ARGV("python3", "-m", "pip", "install", "setuptools"), NULL,
+                            ARGV("python3", "-m", "pip", "install", ".")),
+                     PDK_DECISION_ALLOW);
+    assert_int_equal(decide(&r, ARGV("python3", "-I", "-m", "pip", "install", "wheel"), NULL,
+                            ARGV("python3", "-m", "pip", "install", ".")),
+                     PDK_DECISION_ALLOW);
+    /* ... but a script run by it is */
+    assert_int_equal(decide(&r, ARGV("python3", "setup.py", "egg_info"), NULL,
+                            ARGV("python3", "-m", "pip", "install", ".")),
+                     PDK_DECISION_CONFINE);
+    /* which commands start something under them, by any name */
+    pdk_command_query q = {.argv = npm};
+    assert_true(pdk_command_rules_starts_under(&r, &q));
+    q.argv = ARGV("npm", "test");
+    assert_false(pdk_command_rules_starts_under(&r, &q));
+    q.argv = ARGV("x", "install");
+    q.names = ARGV("/usr/bin/npm");
+    assert_true(pdk_command_rules_starts_under(&r, &q));
+    q = (pdk_command_query){.argv = ARGV("npx", "-y", "cowsay")};
+    assert_true(pdk_command_rules_starts_under(&r, &q));
+    pdk_command_rules_free(&r);
+    assert_false(r.has_under);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -251,6 +424,9 @@ int main(void)
         cmocka_unit_test(test_shell_wrappers),
         cmocka_unit_test(test_decision_names),
         cmocka_unit_test(test_index_agrees_with_every_rule),
+        cmocka_unit_test(test_global_options),
+        cmocka_unit_test(test_names_and_loader),
+        cmocka_unit_test(test_under),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

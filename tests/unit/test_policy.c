@@ -529,6 +529,39 @@ static void test_nested_userns(void **state)
                     NAME ":3:18: sandbox.nested_userns: expected true or false, got \"maybe\"");
 }
 
+static void test_home_persist(void **state)
+{
+    pdk_policy *p = parse_ok("version: 1\n");
+    assert_null(p->home_persist);
+    pdk_policy_free(p);
+    p = parse_ok("version: 1\nhome:\n  persist: claude-code\n");
+    assert_string_equal(p->home_persist, "claude-code");
+    pdk_policy_free(p);
+    p = parse_ok("version: 1\nhome: {persist: codex.2_b}\n");
+    assert_string_equal(p->home_persist, "codex.2_b");
+    pdk_policy_free(p);
+    /* Names that could leave STATE/homes, hide themselves or read as an option. */
+    static const char *const bad[] = {"../x", "a/b", ".codex", "-x", "a b", "..", "\"\""};
+    for (size_t i = 0; i < PDK_ARRAY_SIZE(bad); i++) {
+        char *text = xasprintf("version: 1\nhome:\n  persist: %s\n", bad[i]);
+        char **lines = parse_fail(text);
+        assert_int_equal(pdk_strv_length(lines), 1);
+        assert_non_null(strstr(lines[0], NAME ":3:12: home.persist: "));
+        assert_non_null(strstr(lines[0], " is not a home name (letters, digits"));
+        pdk_strv_free(lines);
+        free(text);
+    }
+    char *long_name = xasprintf("version: 1\nhome: {persist: %0*d}\n", PDK_HOME_NAME_MAX + 1, 0);
+    char **lines = parse_fail(long_name);
+    assert_int_equal(pdk_strv_length(lines), 1);
+    pdk_strv_free(lines);
+    free(long_name);
+    assert_one_diag("version: 1\nhome:\n  persit: x\n",
+                    NAME ":3:3: unknown key \"persit\" in \"home\" (did you mean \"persist\"?)");
+    assert_one_diag("version: 1\nhome:\n  persist: [a]\n",
+                    NAME ":3:12: home.persist: expected a name, got a list");
+}
+
 /* quiet: true on deny rules only, commands and network alike. */
 static void test_quiet_rules(void **state)
 {
@@ -626,7 +659,7 @@ static void test_unknown_keys(void **state)
             NAME ":7:1: unknown key \"Sandbox\" at the top level (did you mean \"sandbox\"?)",
             NAME ":8:1: unknown key \"limit\" at the top level (did you mean \"limits\"?)",
             NAME ":9:1: unknown key \"xyzzy\" at the top level (known keys: version, "
-                 "filesystem, env, limits, landlock, sandbox, commands, approvals, network, "
+                 "filesystem, env, limits, landlock, sandbox, home, commands, approvals, network, "
                  "credentials)",
             NAME ":11:3: unknown key \"Pass\" in \"env\" (did you mean \"pass\"?)", NULL});
     pdk_strv_free(lines);
@@ -719,6 +752,111 @@ static void test_credentials(void **state)
     assert_string_equal(c->placeholder_file, "/run/feishu/token");
     assert_false(c->replace_in_body);
     pdk_policy_free(p);
+}
+
+/* Where a credential's value goes: its inject header, the fields it names
+ * (replace_in_headers), over TLS unless allow_plain_http; a placeholder of the shape a
+ * client checks (placeholder.prefix). */
+static void test_credential_places(void **state)
+{
+    pdk_policy *p = parse_ok("version: 1\n"
+                             "network: {rules: [{host: api.test, decision: allow}]}\n"
+                             "credentials:\n"
+                             "  - name: openai\n"
+                             "    provider: static\n"
+                             "    value: {secret: openai_key}\n"
+                             "    hosts: [api.test]\n"
+                             "    replace_in_headers: [X-Api-Key, x-goog-api-key]\n"
+                             "    allow_plain_http: true\n"
+                             "    placeholder: {env: OPENAI_API_KEY, prefix: \"sk-proj-\"}\n"
+                             "  - name: plain\n"
+                             "    provider: static\n"
+                             "    value: {secret: v}\n"
+                             "    hosts: [api.test]\n"
+                             "    inject: {header: Authorization, value: \"Bearer {token}\"}\n");
+    const pdk_credential *c = &p->credentials[0];
+    assert_string_equal(c->replace_in_headers[0], "X-Api-Key");
+    assert_string_equal(c->replace_in_headers[1], "x-goog-api-key");
+    assert_null(c->replace_in_headers[2]);
+    assert_true(c->allow_plain_http);
+    assert_string_equal(c->placeholder_prefix, "sk-proj-");
+    assert_null(c->inject_header);
+    const pdk_credential *d = &p->credentials[1];
+    assert_null(d->replace_in_headers);
+    assert_false(d->allow_plain_http); /* TLS only, by default */
+    assert_null(d->placeholder_prefix);
+    pdk_policy_free(p);
+
+    const char *head = "version: 1\n"
+                       "network: {rules: [{host: x.test, decision: allow}]}\n"
+                       "credentials:\n"
+                       "  - name: a\n"
+                       "    provider: static\n"
+                       "    value: {secret: v}\n"
+                       "    hosts: [x.test]\n"
+                       "    inject: {header: Authorization, value: \"Bearer {token}\"}\n"
+                       "    placeholder: {env: A}\n";
+    static const struct {
+        const char *line, *diag;
+    } cases[] = {
+        {"    replace_in_headers: [Host]\n",
+         NAME ":10:26: credentials[0].replace_in_headers[0]: Host frames or routes the request "
+              "and cannot carry a credential (name the field the API reads its key from, e.g. "
+              "X-Api-Key)"},
+        {"    replace_in_headers: [transfer-encoding]\n",
+         NAME ":10:26: credentials[0].replace_in_headers[0]: transfer-encoding frames or routes "
+              "the request and cannot carry a credential (name the field the API reads its key "
+              "from, e.g. X-Api-Key)"},
+        {"    replace_in_headers: [\"bad name\"]\n",
+         NAME ":10:26: credentials[0].replace_in_headers[0]: \"bad name\" is not a header name "
+              "(letters, digits, '-', '_')"},
+        {"    replace_in_headers: []\n",
+         NAME ":10:25: credentials[0].replace_in_headers: give at least one header name, e.g. "
+              "[X-Api-Key]"},
+        {"    replace_in_headers: X-Api-Key\n",
+         NAME ":10:25: credentials[0].replace_in_headers: expected a list, got \"X-Api-Key\""},
+        {"    allow_plain_http: maybe\n",
+         NAME ":10:23: credentials[0].allow_plain_http: expected true or false, got \"maybe\""},
+    };
+    for (size_t i = 0; i < PDK_ARRAY_SIZE(cases); i++) {
+        char *text = xasprintf("%s%s", head, cases[i].line);
+        assert_one_diag(text, cases[i].diag);
+        free(text);
+    }
+    assert_one_diag("version: 1\n"
+                    "network: {rules: [{host: x.test, decision: allow}]}\n"
+                    "credentials:\n"
+                    "  - {name: a, provider: static, value: {secret: v}, hosts: [x.test], "
+                    "inject: {header: Authorization, value: \"{token}\"}, placeholder: {env: A, "
+                    "prefix: \"has space\"}}\n",
+                    NAME ":4:151: credentials[0].placeholder.prefix: \"has space\" is not a prefix "
+                         "(1 to 64 letters, digits and '-', '_', '.', '~', '+', '/', ':')");
+    /* a placeholder replaced nowhere: what an older policy relying on "replaced wherever it
+     * appears" gets, and would otherwise silently lose */
+    assert_one_diag("version: 1\n"
+                    "network: {rules: [{host: x.test, decision: allow}]}\n"
+                    "credentials:\n"
+                    "  - {name: b, provider: static, value: {secret: v}, hosts: [x.test], "
+                    "placeholder: {env: B}}\n",
+                    NAME ":4:5: credentials[0]: say where the placeholder is replaced by the "
+                         "value: \"inject\" (a header the gateway sets), \"replace_in_headers\" "
+                         "(e.g. [X-Api-Key]) or \"replace_in_body: true\"");
+    assert_one_diag("version: 1\n"
+                    "network: {rules: [{host: x.test, decision: allow}]}\n"
+                    "credentials:\n"
+                    "  - {name: c, provider: static, value: {secret: v}, hosts: [x.test], "
+                    "replace_in_headers: [X-Key], inject: {header: Authorization, value: "
+                    "\"{token}\"}}\n",
+                    NAME ":4:90: credentials[0].replace_in_headers: what is replaced is the "
+                         "sandbox's placeholder, and the credential gives the sandbox none (add "
+                         "\"placeholder\")");
+    assert_one_diag("version: 1\n"
+                    "network: {rules: [{host: x.test, decision: allow}]}\n"
+                    "credentials:\n"
+                    "  - {name: c, provider: static, value: {secret: v}, hosts: [x.test], "
+                    "inject: {header: Host, value: \"{token}\"}}\n",
+                    NAME ":4:87: credentials[0].inject.header: Host frames or routes the request "
+                         "and cannot carry a credential (e.g. Authorization)");
 }
 
 static const char commands_policy[] =
@@ -874,7 +1012,7 @@ static void test_command_errors(void **state)
             ":10:7: commands.rules[5]: a rule needs \"decision\" (allow, confine, ask or deny)",
             NAME ":11:15: commands.rules[6].match: expected a list, got \"git\"",
             NAME ":12:38: unknown key \"because\" in \"commands.rules[7]\" (known keys: match, "
-                 "decision, reason, quiet)",
+                 "decision, reason, under, quiet)",
             NAME ":13:20: commands.rules[8].match[0][1]: expected a word (alternatives do not "
                  "nest), got a list",
             NAME ":15:7: commands.examples[0]: an example needs \"decision\" (what the rules must "
@@ -1025,8 +1163,8 @@ static void test_nul_and_escapes(void **state)
     /* Control, separator and bidi characters are escaped in messages; long keys are cut. */
     assert_one_diag("version: 1\n\"a\\tb\\u2028c\\u202ed\": 1\n",
                     NAME ":2:1: unknown key \"a\\tb\\u2028c\\u202ed\" at the top level (known "
-                         "keys: version, filesystem, env, limits, landlock, sandbox, commands, "
-                         "approvals, network, credentials)");
+                         "keys: version, filesystem, env, limits, landlock, sandbox, home, "
+                         "commands, approvals, network, credentials)");
     pdk_buf text = {0};
     pdk_buf_puts(&text, "version: 1\n");
     for (int i = 0; i < 100; i++)
@@ -1482,11 +1620,13 @@ int main(void)
         cmocka_unit_test(test_cpu_values),
         cmocka_unit_test(test_landlock),
         cmocka_unit_test(test_nested_userns),
+        cmocka_unit_test(test_home_persist),
         cmocka_unit_test(test_quiet_rules),
         cmocka_unit_test(test_missing_version),
         cmocka_unit_test(test_version_values),
         cmocka_unit_test(test_unknown_keys),
         cmocka_unit_test(test_credentials),
+        cmocka_unit_test(test_credential_places),
         cmocka_unit_test(test_commands),
         cmocka_unit_test(test_example_argv),
         cmocka_unit_test(test_failing_examples),

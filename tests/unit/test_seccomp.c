@@ -143,9 +143,9 @@ static const pdk_seccomp_program *program_for(const char *arch, unsigned variant
     abort(); /* fail_msg does not return */
 }
 
-/* The action for syscall name with arguments a0, a1, a2 on arch. */
-static uint32_t verdict3(const arch_case *a, unsigned variant, const char *name, uint64_t a0,
-                         uint64_t a1, uint64_t a2)
+/* The action for syscall name with args on arch. */
+static uint32_t verdict_args(const arch_case *a, unsigned variant, const char *name,
+                             const uint64_t args[6])
 {
     int nr = seccomp_syscall_resolve_name_arch(a->scmp, name);
     if (nr < 0)
@@ -154,17 +154,14 @@ static uint32_t verdict3(const arch_case *a, unsigned variant, const char *name,
     memset(&d, 0, sizeof(d));
     d.nr = nr;
     d.arch = a->audit;
-    d.args[0] = a0;
-    d.args[1] = a1;
-    d.args[2] = a2;
+    memcpy(d.args, args, sizeof(d.args));
     return run_bpf(program_for(a->name, variant), &d);
 }
 
-/* The action for syscall name with args on arch (variant 0 unless nested). */
 static uint32_t verdict(const arch_case *a, unsigned variant, const char *name, uint64_t a0,
                         uint64_t a1)
 {
-    return verdict3(a, variant, name, a0, a1, 0);
+    return verdict_args(a, variant, name, (const uint64_t[6]){a0, a1});
 }
 
 #define ERRNO(e) (SECCOMP_RET_ERRNO | (uint32_t)(e))
@@ -268,15 +265,21 @@ static void test_arguments(void **state)
             /* netlink: only NETLINK_ROUTE, and only with nested user namespaces (a nested
              * sandbox brings its loopback up over rtnetlink) */
             uint32_t route = (v & 1) ? SECCOMP_RET_ALLOW : ERRNO(EAFNOSUPPORT);
-            assert_int_equal(verdict3(a, v, "socket", AF_NETLINK, SOCK_RAW, NETLINK_ROUTE), route);
-            assert_int_equal(verdict3(a, v, "socket", AF_NETLINK, SOCK_DGRAM, NETLINK_ROUTE),
+            assert_int_equal(verdict_args(a, v, "socket",
+                                          (const uint64_t[6]){AF_NETLINK, SOCK_RAW, NETLINK_ROUTE}),
                              route);
+            assert_int_equal(
+                verdict_args(a, v, "socket",
+                             (const uint64_t[6]){AF_NETLINK, SOCK_DGRAM, NETLINK_ROUTE}),
+                route);
             static const uint64_t netlink_others[] = {NETLINK_SOCK_DIAG, NETLINK_NETFILTER,
                                                       NETLINK_AUDIT, NETLINK_KOBJECT_UEVENT,
                                                       0x100000000ull};
             for (size_t p = 0; p < sizeof(netlink_others) / sizeof(netlink_others[0]); p++)
-                assert_int_equal(verdict3(a, v, "socket", AF_NETLINK, SOCK_RAW, netlink_others[p]),
-                                 ERRNO(EAFNOSUPPORT));
+                assert_int_equal(
+                    verdict_args(a, v, "socket",
+                                 (const uint64_t[6]){AF_NETLINK, SOCK_RAW, netlink_others[p]}),
+                    ERRNO(EAFNOSUPPORT));
             /* personality: the query and the default only */
             check_allowed(a, v, "personality", 0, 0);
             check_allowed(a, v, "personality", 0xffffffffu, 0);
@@ -296,6 +299,39 @@ static void test_arguments(void **state)
             assert_int_equal(verdict(a, v, "execveat", 0, 0), exec);
             uint32_t conn = (v & 4) ? SECCOMP_RET_USER_NOTIF : SECCOMP_RET_ALLOW;
             assert_int_equal(verdict(a, v, "connect", 0, 0), conn);
+            /* a TCP connection opened by sendto/sendmsg/sendmmsg with MSG_FASTOPEN (flags:
+             * their fourth, third, fourth argument), with any other flags beside it and
+             * garbage in the upper half; without it they are everyday calls */
+            static const uint64_t flags[] = {MSG_FASTOPEN, MSG_FASTOPEN | MSG_NOSIGNAL,
+                                             MSG_FASTOPEN | 0xdead00000000ull};
+            for (size_t f = 0; f < sizeof(flags) / sizeof(flags[0]); f++) {
+                assert_int_equal(verdict_args(a, v, "sendto", (uint64_t[6]){3, 0, 10, flags[f]}),
+                                 conn);
+                assert_int_equal(verdict_args(a, v, "sendmsg", (uint64_t[6]){3, 0, flags[f]}),
+                                 conn);
+                assert_int_equal(verdict_args(a, v, "sendmmsg", (uint64_t[6]){3, 0, 1, flags[f]}),
+                                 conn);
+            }
+            static const uint64_t plain[] = {0, MSG_NOSIGNAL, MSG_DONTWAIT | MSG_MORE};
+            for (size_t f = 0; f < sizeof(plain) / sizeof(plain[0]); f++) {
+                assert_int_equal(verdict_args(a, v, "sendto", (uint64_t[6]){3, 0, 10, plain[f]}),
+                                 SECCOMP_RET_ALLOW);
+                assert_int_equal(verdict_args(a, v, "sendmsg", (uint64_t[6]){3, 0, plain[f]}),
+                                 SECCOMP_RET_ALLOW);
+                assert_int_equal(verdict_args(a, v, "sendmmsg", (uint64_t[6]){3, 0, 1, plain[f]}),
+                                 SECCOMP_RET_ALLOW);
+            }
+            /* MSG_FASTOPEN in another argument than the flags is nothing */
+            assert_int_equal(verdict_args(a, v, "sendto", (uint64_t[6]){3, 0, MSG_FASTOPEN, 0}),
+                             SECCOMP_RET_ALLOW);
+            assert_int_equal(verdict_args(a, v, "sendmsg", (uint64_t[6]){3, 0, 0, MSG_FASTOPEN}),
+                             SECCOMP_RET_ALLOW);
+            /* after the check the rest of the program still sees the syscall: recvfrom,
+             * read and a clone with a namespace flag judged as before */
+            check_allowed(a, v, "recvfrom", 0, 0);
+            assert_int_equal(verdict(a, v, "clone", CLONE_NEWUSER | SIGCHLD, 0),
+                             (v & 1) ? SECCOMP_RET_ALLOW : ERRNO(EPERM));
+            check_denied(a, v, "ptrace", EPERM);
         }
     }
 }
