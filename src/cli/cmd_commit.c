@@ -42,7 +42,7 @@ static json_t *result_json(const pdk_session *session, const pdk_commit_result *
     for (size_t i = 0; i < res->applied_count; i++) {
         const pdk_commit_entry *e = &res->applied[i];
         json_t *o = json_object();
-        json_object_set_new(o, "path", pdk_display_json_string(e->path));
+        json_object_set_new(o, "path", pdk_session_json_path(e->path));
         json_object_set_new(o, "status", json_string(pdk_change_status_name(e->status)));
         const char *kind = pdk_change_kind_name(e->kind);
         json_object_set_new(o, "kind", kind ? json_string(kind) : json_null());
@@ -51,13 +51,13 @@ static json_t *result_json(const pdk_session *session, const pdk_commit_result *
     json_t *refused = json_array();
     for (size_t i = 0; i < res->refused_count; i++) {
         json_t *o = json_object();
-        json_object_set_new(o, "path", pdk_display_json_string(res->refused[i].path));
+        json_object_set_new(o, "path", pdk_session_json_path(res->refused[i].path));
         json_object_set_new(o, "reason", pdk_display_json_string(res->refused[i].reason));
         json_array_append_new(refused, o);
     }
     json_t *doc = json_object();
     json_object_set_new(doc, "session", json_string(session->id));
-    json_object_set_new(doc, "workspace", pdk_display_json_string(session->workspace));
+    json_object_set_new(doc, "workspace", pdk_session_json_path(session->workspace));
     json_object_set_new(doc, "dry_run", json_boolean(res->dry_run));
     json_object_set_new(doc, "ok", json_boolean(ok));
     json_object_set_new(doc, "applied", applied);
@@ -129,11 +129,11 @@ int pdk_cmd_commit(int argc, char **argv)
     if (!dry_run) {
         json_t *paths_json = json_array();
         for (size_t i = 0; paths && paths[i]; i++)
-            json_array_append_new(paths_json, pdk_display_json_string(paths[i]));
+            json_array_append_new(paths_json, pdk_session_json_path(paths[i]));
         if (pdk_cli_audit(session->id, "workspace.commit",
                           json_pack("{s:o, s:o, s:b}", "workspace",
-                                    pdk_display_json_string(session->workspace), "paths",
-                                    paths_json, "include_protected", include_protected),
+                                    pdk_session_json_path(session->workspace), "paths", paths_json,
+                                    "include_protected", include_protected),
                           &err) < 0)
             return pdk_cli_fail(&err, PDK_EXIT_FAILED);
     }
@@ -142,15 +142,13 @@ int pdk_cmd_commit(int argc, char **argv)
     if (!dry_run) {
         json_t *applied = json_array(), *refused = json_array();
         for (size_t i = 0; i < res.applied_count; i++)
-            json_array_append_new(applied,
-                                  json_pack("{s:o, s:s}", "path",
-                                            pdk_display_json_string(res.applied[i].path), "status",
-                                            pdk_change_status_name(res.applied[i].status)));
+            json_array_append_new(
+                applied, json_pack("{s:o, s:s}", "path", pdk_session_json_path(res.applied[i].path),
+                                   "status", pdk_change_status_name(res.applied[i].status)));
         for (size_t i = 0; i < res.refused_count; i++)
-            json_array_append_new(refused,
-                                  json_pack("{s:o, s:o}", "path",
-                                            pdk_display_json_string(res.refused[i].path), "reason",
-                                            pdk_display_json_string(res.refused[i].reason)));
+            json_array_append_new(
+                refused, json_pack("{s:o, s:o}", "path", pdk_session_json_path(res.refused[i].path),
+                                   "reason", pdk_display_json_string(res.refused[i].reason)));
         pdk_error audit_err = {0};
         if (pdk_cli_audit(
                 session->id, "workspace.committed",

@@ -96,7 +96,7 @@ int pdk_cmd_diff(int argc, char **argv)
     json_t *summary = json_array();
     for (size_t i = 0; i < changes.count; i++)
         json_array_append_new(
-            summary, json_pack("{s:o, s:s}", "path", pdk_display_json_string(changes.items[i].path),
+            summary, json_pack("{s:o, s:s}", "path", pdk_session_json_path(changes.items[i].path),
                                "status", pdk_change_status_name(changes.items[i].status)));
     if (pdk_cli_audit(
             session->id, "workspace.diff",

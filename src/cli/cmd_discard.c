@@ -10,7 +10,9 @@
 static const char usage[] = "usage: paddock discard SESSION...\n"
                             "\n"
                             "Throw a session's changes away and remove the session. The real\n"
-                            "workspace is not touched. A session in use by a run is refused.\n"
+                            "workspace is not touched. A session in use by a run is refused;\n"
+                            "one left incomplete or damaged (a run killed as it started)\n"
+                            "is removed too.\n"
                             "\n"
                             "  --json      print {\"discarded\": [...]} on stdout\n"
                             "  -h, --help  show this help\n";
@@ -31,17 +33,23 @@ int pdk_cmd_discard(int argc, char **argv)
     json_t *done = json_array();
     for (int i = optind; i < argc; i++) {
         pdk_session *s = NULL;
-        if (pdk_session_open(state, argv[i], &s, &err) < 0 || pdk_session_lock(s, &err) < 0 ||
-            pdk_cli_audit(s->id, "workspace.discard",
-                          json_pack("{s:s, s:i}", "workspace", s->workspace, "runs", s->runs),
-                          &err) < 0 ||
+        /* Also a session whose session.json is missing or damaged (a run killed while it
+         * started, a full disk): discard is how such a session goes. */
+        if (pdk_session_open_for_removal(state, argv[i], &s, &err) < 0 ||
+            pdk_cli_audit(
+                s->id, "workspace.discard",
+                json_pack("{s:o, s:i, s:b}", "workspace",
+                          s->workspace ? pdk_session_json_path(s->workspace) : json_null(), "runs",
+                          s->runs, "damaged", s->damaged),
+                &err) < 0 ||
             pdk_session_remove(s, &err) < 0) {
             pdk_cli_message("%s", err.message);
             status = PDK_EXIT_FAILED;
         } else {
             json_array_append_new(done, json_string(s->id));
             if (!json)
-                printf("discarded session %s\n", s->id);
+                printf("discarded session %s%s\n", s->id,
+                       s->damaged ? " (it was incomplete or damaged)" : "");
         }
         pdk_session_free(s);
     }

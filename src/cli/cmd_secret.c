@@ -214,12 +214,13 @@ int pdk_cmd_secret(int argc, char **argv)
                   : read_value(name, &value, &len, &err);
     if (rr < 0 && file)
         pdk_error_set(&err, errno, "cannot read %s", file);
+    size_t read_len = len; /* what is wiped: the trailing newline too */
     if (rr == 0 && file && len > 0 && value[len - 1] == '\n')
         len--;
     if (rr == 0)
         rr = pdk_vault_set(v, name, "static", value, len, &err);
     if (value) {
-        sodium_memzero(value, len);
+        sodium_memzero(value, read_len > len ? read_len : len);
         free(value);
     }
     pdk_vault_close(v);

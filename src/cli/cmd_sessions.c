@@ -69,7 +69,7 @@ int pdk_cmd_sessions(int argc, char **argv)
             json_t *o = json_object();
             json_object_set_new(o, "id", json_string(s->id));
             json_object_set_new(o, "named", json_boolean(s->named));
-            json_object_set_new(o, "workspace", pdk_display_json_string(s->workspace));
+            json_object_set_new(o, "workspace", pdk_session_json_path(s->workspace));
             json_object_set_new(
                 o, "mode", json_string(s->mode == PDK_WORKSPACE_DIRECT ? "direct" : "overlay"));
             json_object_set_new(o, "created", json_string(created));

@@ -6,6 +6,7 @@
 #include "../libpaddock/log.h"
 #include "../libpaddock/session.h"
 #include "../libpaddock/statedir.h"
+#include "../libpaddock/vault.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -182,6 +183,8 @@ void pdk_cli_print_json_line(FILE *out, json_t *value)
 int main(int argc, char **argv)
 {
     pdk_trace("start");
+    /* Before any thread: JSON's freed memory is wiped (the vault's plaintext passes there). */
+    pdk_vault_wipe_json_memory();
     const char *debug = getenv("PADDOCK_DEBUG");
     if (debug && *debug && strcmp(debug, "0") != 0)
         pdk_log_set_level(PDK_LOG_DEBUG);

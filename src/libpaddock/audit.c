@@ -560,7 +560,13 @@ bool pdk__audit_spool_parse_line(const char *line, const char *prev, pdk_audit_i
 /* Fold one spool file; returns the events folded, or -1. */
 static int fold_file(pdk_store *store, int dirfd, const char *name, pdk_error *err)
 {
-    _cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    /* (never a fifo or a device: opening one would wait, or worse) */
+    _cleanup_close_ int fd = pdk_open_regular_at(dirfd, name, O_RDONLY, 0);
+    if (fd < 0 && (errno == ENXIO || errno == EISDIR || errno == ELOOP))
+        return pdk_error_set(err, 0,
+                             "the audit spool %s is not a regular file, so not paddock's (remove "
+                             "it)",
+                             name);
     if (fd < 0)
         return errno == ENOENT ? 0
                                : pdk_error_set(err, errno, "cannot open the audit spool %s", name);
@@ -570,7 +576,7 @@ static int fold_file(pdk_store *store, int dirfd, const char *name, pdk_error *e
         return -1;
     _cleanup_free_ char *text = NULL;
     size_t len = 0;
-    if (pdk_read_file_at(dirfd, name, &text, &len, 256u << 20) < 0)
+    if (pdk_read_all(fd, &text, &len, 256u << 20) < 0)
         return pdk_error_set(err, errno, "cannot read the audit spool %s", name);
     if ((size_t)prog.offset > len)
         prog.offset = (int64_t)len; /* truncated under us: what was folded stays */

@@ -4,8 +4,10 @@
 #include "fsutil.h"
 #include "log.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -164,6 +166,26 @@ void pdk_cgroup_probe_run(pdk_cgroup_probe *out)
     }
 }
 
+/* The cgroups that runs killed before their end left beneath base (paddock-SESSION-PID,
+ * whose PID is gone): removed, once empty (rmdir refuses a cgroup with processes in it, and
+ * one whose processes are still exiting is removed by a later run). */
+static void remove_stale(const char *base)
+{
+    _cleanup_closedir_ DIR *d = opendir(base);
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        if (!pdk_str_has_prefix(de->d_name, "paddock-") || de->d_type != DT_DIR)
+            continue;
+        const char *dash = strrchr(de->d_name, '-');
+        char *end = NULL;
+        long pid = strtol(dash + 1, &end, 10);
+        if (pid <= 0 || *end || pid == getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+            continue;
+        if (unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR) == 0)
+            pdk_debug("removed the cgroup %s/%s of a run that was killed", base, de->d_name);
+    }
+}
+
 static int write_limit(const char *dir, const char *file, const char *value, pdk_error *err)
 {
     _cleanup_free_ char *path = pdk_path_join(dir, file);
@@ -175,6 +197,7 @@ static int write_limit(const char *dir, const char *file, const char *value, pdk
 static int setup_v2(pdk_cgroup *cg, const char *base, const char *name,
                     const pdk_cgroup_limits *limits, pdk_error *err)
 {
+    remove_stale(base);
     cg->v2_dir = pdk_path_join(base, name);
     if (mkdir(cg->v2_dir, 0755) < 0)
         return pdk_error_set(err, errno, "cannot create cgroup %s", cg->v2_dir);
@@ -223,6 +246,7 @@ static int setup_v1(pdk_cgroup *cg, const char *name, const pdk_cgroup_limits *l
             return pdk_error_set(err, 0, "no writable cgroup v1 %s controller",
                                  controller_names[i]);
         }
+        remove_stale(base);
         cg->v1_dirs[i] = pdk_path_join(base, name);
         if (mkdir(cg->v1_dirs[i], 0755) < 0) {
             int e = errno;

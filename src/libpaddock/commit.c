@@ -1302,15 +1302,28 @@ static int apply_all(commit_ctx *ctx)
     return 0;
 }
 
-static void sync_dirs(commit_ctx *ctx)
+/* The directories whose entries changed, synced: what makes the renames durable. A failure
+ * is an error (the files are written, but may not survive a crash). */
+static int sync_dirs(commit_ctx *ctx, pdk_error *err)
 {
+    int ret = 0;
     for (size_t i = 0; ctx->touched_dirs && ctx->touched_dirs[i]; i++) {
-        _cleanup_close_ int fd = pdk_open_beneath(ctx->req->lower_dirfd, ctx->touched_dirs[i],
-                                                  O_RDONLY | O_DIRECTORY, 0);
-        if (fd < 0 || fsync(fd) < 0)
-            pdk_debug("cannot fsync \"%s\" in the workspace: %s", ctx->touched_dirs[i],
+        _cleanup_close_ int fd =
+            pdk_open_beneath(ctx->req->lower_dirfd, ctx->touched_dirs[i], O_PATH | O_DIRECTORY, 0);
+        if (fd < 0) {
+            /* gone (deleted by this commit: its parent is synced) or no longer one to write
+             * through (a symlink now: refused on its own) */
+            pdk_debug("not syncing \"%s\" in the workspace: %s", ctx->touched_dirs[i],
                       strerror(errno));
+            continue;
+        }
+        if (pdk_fsync_dir(fd) < 0 && ret == 0)
+            ret = pdk_error_set(err, errno,
+                                "the changes were written, but the directory \"%s\" of the "
+                                "workspace could not be synced to the disk",
+                                ctx->touched_dirs[i][0] ? ctx->touched_dirs[i] : ".");
     }
+    return ret;
 }
 
 static void record_ctimes(commit_ctx *ctx)
@@ -1519,12 +1532,16 @@ int pdk_commit_apply(const pdk_commit_request *req, pdk_commit_result *out, pdk_
 
     ret = apply_all(&ctx);
     close_temp_dir(&ctx);
-    sync_dirs(&ctx);
-    record_ctimes(&ctx);
-    clean_upper(&ctx);
     if (ret < 0)
         pdk_error_prefix(err, "commit stopped after %zu of the selected changes",
                          out->applied_count);
+    pdk_error sync_err = {0};
+    if (sync_dirs(&ctx, &sync_err) < 0 && ret == 0) {
+        *err = sync_err; /* (an error of apply_all's is told first) */
+        ret = -1;
+    }
+    record_ctimes(&ctx);
+    clean_upper(&ctx);
 
 out:
     if (ctx.tmp_dirfd >= 0 || ctx.session_dirfd >= 0)

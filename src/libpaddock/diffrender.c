@@ -3,6 +3,7 @@
 
 #include "display.h"
 #include "fsutil.h"
+#include "session.h"
 #include "textdiff.h"
 
 #include <errno.h>
@@ -784,7 +785,7 @@ int pdk_diffrender_json(const pdk_change_list *changes, int lower_dirfd, int upp
         const pdk_change *c = d->change;
         pdk_change_kind kind = c->status == PDK_CHANGE_DELETED ? c->old_kind : c->new_kind;
         json_t *o = json_object();
-        json_object_set_new(o, "path", pdk_display_json_string(c->path));
+        json_object_set_new(o, "path", pdk_session_json_path(c->path));
         json_object_set_new(o, "status", json_string(pdk_change_status_name(c->status)));
         json_object_set_new(o, "kind", string_or_null(pdk_change_kind_name(kind)));
         json_object_set_new(o, "old_kind", string_or_null(pdk_change_kind_name(c->old_kind)));
@@ -794,8 +795,10 @@ int pdk_diffrender_json(const pdk_change_list *changes, int lower_dirfd, int upp
         json_object_set_new(o, "too_large", json_boolean(d->too_large));
         json_object_set_new(o, "insertions", json_integer((json_int_t)d->insertions));
         json_object_set_new(o, "deletions", json_integer((json_int_t)d->deletions));
-        json_object_set_new(o, "target", pdk_display_json_string(c->new_target));
-        json_object_set_new(o, "old_target", pdk_display_json_string(c->old_target));
+        json_object_set_new(o, "target",
+                            c->new_target ? pdk_session_json_path(c->new_target) : json_null());
+        json_object_set_new(o, "old_target",
+                            c->old_target ? pdk_session_json_path(c->old_target) : json_null());
         /* what the file is, when its first bytes say (pdk_diffrender_file_type) */
         const char *type = NULL;
         for (size_t k = 0; k < d->nsections && !type; k++) {

@@ -28,7 +28,8 @@
  *   json    {"changes":[{"path","status","kind","old_kind","old_mode","new_mode","binary",
  *           "too_large","insertions","deletions","target","old_target","type"}],
  *            "summary":{"files","insertions","deletions"}}; modes are octal strings like
- *           "100644" (null when absent).
+ *           "100644" (null when absent); paths and targets as pdk_session_json_path
+ *           writes them (a string, or {"hex", "text"} for bytes that are not UTF-8).
  * Contents are read fd-relative beneath lower_dirfd (the real workspace) and upper_dirfd
  * (the session's upper layer) without following symlinks. For raw and JSON, files with a
  * NUL byte in their first 8000 bytes are binary (git's rule); files over 16 MiB are binary

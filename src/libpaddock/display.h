@@ -84,8 +84,10 @@ char *pdk_display_json_dumps(const json_t *value, size_t flags);
 /* The same for a JSON text made by jansson (an audit row's data, say): new string. */
 char *pdk_display_json_text(const char *text);
 
-/* A JSON string for s: s itself when it is valid UTF-8, else its escaped form above (the
- * bytes that are not UTF-8 as \xHH), so that a name jansson cannot hold still shows. */
+/* A JSON string for s (an argv word, a process name, a reason: text, not a path, which
+ * goes as pdk_session_json_path writes it): s itself when it is valid UTF-8, else its
+ * escaped form above (the bytes that are not UTF-8 as \xHH), so that it still shows; NULL
+ * gives null. */
 json_t *pdk_display_json_string(const char *s);
 
 #endif

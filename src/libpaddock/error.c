@@ -1,9 +1,29 @@
 /* error.c: see error.h. */
 #include "error.h"
 
+#include "display.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+
+/* A message is one line of text a human reads: a path or name in it that holds a newline, a
+ * control or format character, or bytes that are not UTF-8 is shown escaped. Cut to fit at
+ * a character's boundary. */
+static void make_printable(pdk_error *err)
+{
+    size_t len = strlen(err->message);
+    if (pdk_display_is_plain(err->message, len, PDK_DISPLAY_RAW_BACKSLASH))
+        return;
+    pdk_buf b = {0};
+    pdk_display_escape(&b, err->message, len, PDK_DISPLAY_RAW_BACKSLASH);
+    size_t n = b.len < sizeof(err->message) - 1 ? b.len : sizeof(err->message) - 1;
+    while (n > 0 && n < b.len && ((unsigned char)b.data[n] & 0xc0) == 0x80)
+        n--; /* not inside a UTF-8 sequence */
+    memcpy(err->message, b.data, n);
+    err->message[n] = '\0';
+    pdk_buf_free(&b);
+}
 
 int pdk_error_set(pdk_error *err, int errnum, const char *fmt, ...)
 {
@@ -19,6 +39,7 @@ int pdk_error_set(pdk_error *err, int errnum, const char *fmt, ...)
         size_t len = strlen(err->message);
         snprintf(err->message + len, sizeof(err->message) - len, ": %s", strerror(errnum));
     }
+    make_printable(err);
     err->code = errnum;
     return -1;
 }
@@ -44,6 +65,7 @@ int pdk_error_prefix(pdk_error *err, const char *fmt, ...)
     err->message[plen] = ':';
     err->message[plen + 1] = ' ';
     err->message[plen + 2 + mlen] = '\0';
+    make_printable(err);
     return -1;
 }
 

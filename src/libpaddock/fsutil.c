@@ -62,6 +62,72 @@ int pdk_open_regular_beneath(int dirfd, const char *relpath)
     return fd;
 }
 
+/* name opened O_PATH without following a symlink and checked to be a regular file, then
+ * reopened with flags through /proc/self/fd (opening a fifo or a device by its name can
+ * block or have side effects). */
+static int reopen_regular(int dirfd, const char *name, int flags)
+{
+    _cleanup_close_ int pfd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    if (pfd < 0)
+        return -1;
+    struct stat st;
+    if (fstat(pfd, &st) < 0)
+        return -1;
+    if (!S_ISREG(st.st_mode)) {
+        errno = S_ISDIR(st.st_mode) ? EISDIR : S_ISLNK(st.st_mode) ? ELOOP : ENXIO;
+        return -1;
+    }
+    char proc[64];
+    snprintf(proc, sizeof(proc), "/proc/self/fd/%d", pfd);
+    int fd = open(proc, flags | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT) {
+        /* No /proc: by name, non-blocking, and check what was opened. */
+        fd = openat(dirfd, name, flags | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+        if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))) {
+            close(fd);
+            errno = ENXIO;
+            return -1;
+        }
+        if (fd >= 0)
+            fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    }
+    return fd;
+}
+
+int pdk_read_regular_file_at(int dirfd, const char *name, char **out, size_t *out_len, size_t limit)
+{
+    _cleanup_close_ int fd = reopen_regular(dirfd, name, O_RDONLY);
+    if (fd < 0)
+        return -1;
+    return pdk_read_all(fd, out, out_len, limit);
+}
+
+int pdk_open_regular_at(int dirfd, const char *name, int flags, mode_t mode)
+{
+    /* Non-blocking: a fifo with no reader fails (ENXIO) instead of waiting for one. */
+    int fd = openat(dirfd, name, flags | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, mode);
+    if (fd < 0)
+        return -1;
+    struct stat st;
+    int e = fstat(fd, &st) < 0 ? errno : S_ISREG(st.st_mode) ? 0 : ENXIO;
+    if (e) {
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    return fd; /* (O_NONBLOCK changes nothing for a regular file) */
+}
+
+int pdk_fsync_dir(int dirfd)
+{
+    _cleanup_close_ int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    if (fsync(fd) < 0 && errno != EINVAL)
+        return -1;
+    return 0;
+}
+
 int pdk_open_parent_beneath(int dirfd, const char *relpath, bool want_read, const char **leaf)
 {
     const char *slash = strrchr(relpath, '/');
@@ -206,9 +272,11 @@ const char *pdk_path_relative(const char *path, const char *dir)
     return rest;
 }
 
-int pdk_write_file_atomic(int dirfd, const char *name, const void *content, size_t len, mode_t mode,
-                          bool durable)
+int pdk_write_file_atomic_ex(int dirfd, const char *name, const void *content, size_t len,
+                             mode_t mode, bool durable, bool *renamed)
 {
+    if (renamed)
+        *renamed = false;
     char tmp[64];
     for (int attempt = 0;; attempt++) {
         snprintf(tmp, sizeof(tmp), ".%s.%d.%d.tmp", name[0] ? "paddock" : "x", (int)getpid(),
@@ -240,7 +308,54 @@ int pdk_write_file_atomic(int dirfd, const char *name, const void *content, size
         errno = saved;
         return -1;
     }
-    if (durable)
-        fsync(dirfd);
+    if (renamed)
+        *renamed = true;
+    if (durable && pdk_fsync_dir(dirfd) < 0)
+        return -1;
     return 0;
+}
+
+int pdk_write_file_atomic(int dirfd, const char *name, const void *content, size_t len, mode_t mode,
+                          bool durable)
+{
+    return pdk_write_file_atomic_ex(dirfd, name, content, len, mode, durable, NULL);
+}
+
+/* Whether dirfd/name is a regular file holding exactly content. */
+static bool file_holds(int dirfd, const char *name, const void *content, size_t len)
+{
+    _cleanup_free_ char *text = NULL;
+    size_t have = 0;
+    return pdk_read_regular_file_at(dirfd, name, &text, &have, len + 1) == 0 && have == len &&
+           memcmp(text, content, len) == 0;
+}
+
+int pdk_write_file_once(int dirfd, const char *name, const void *content, size_t len, mode_t mode)
+{
+    if (file_holds(dirfd, name, content, len))
+        return 0;
+    /* Missing (or wrong): written aside, then linked into place, which never replaces what
+     * another run put there meanwhile. */
+    char tmp[64];
+    snprintf(tmp, sizeof(tmp), ".paddock.%d.once.tmp", (int)getpid());
+    (void)unlinkat(dirfd, tmp, 0);
+    _cleanup_close_ int fd =
+        openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+    if (fd < 0)
+        return -1;
+    if (pdk_write_all(fd, content, len) < 0) {
+        int saved = errno;
+        unlinkat(dirfd, tmp, 0);
+        errno = saved;
+        return -1;
+    }
+    int r = linkat(dirfd, tmp, dirfd, name, 0);
+    if (r < 0 && errno == EEXIST && !file_holds(dirfd, name, content, len))
+        r = renameat(dirfd, tmp, dirfd, name); /* holds something else: replaced once */
+    else if (r < 0 && errno == EEXIST)
+        r = 0;
+    int saved = errno;
+    unlinkat(dirfd, tmp, 0);
+    errno = saved;
+    return r;
 }

@@ -29,6 +29,23 @@ int pdk_open_parent_beneath(int dirfd, const char *relpath, bool want_read, cons
  * when the entry is not a regular file). */
 int pdk_open_regular_beneath(int dirfd, const char *relpath);
 
+/* Read the whole regular file name (relative to dirfd, or absolute) into a new
+ * NUL-terminated buffer, as pdk_read_file_at does, but never open anything else: a fifo
+ * or device where a state file should be is an error (errno EISDIR or ENXIO), not a read
+ * that waits forever. A symlink is not followed (ELOOP). */
+int pdk_read_regular_file_at(int dirfd, const char *name, char **out, size_t *out_len,
+                             size_t limit);
+
+/* Open name relative to dirfd with flags (access mode, O_CREAT...) and mode, without
+ * following a symlink and without waiting on a fifo: anything but a regular file there is
+ * an error (errno ENXIO, EISDIR or ELOOP). For the state dir's own files (locks, drafts). */
+int pdk_open_regular_at(int dirfd, const char *name, int flags, mode_t mode);
+
+/* fsync a directory given by any fd of it (O_PATH included): what makes a rename or a new
+ * entry in it durable. Returns 0 or -1 with errno; a filesystem that cannot sync a
+ * directory (EINVAL) counts as done. */
+int pdk_fsync_dir(int dirfd);
+
 /* mkdir -p for an absolute or relative path (plain paths; for trusted locations such as
  * the state dir). Missing parents are created with mode. */
 int pdk_mkdir_p(const char *path, mode_t mode);
@@ -51,8 +68,17 @@ bool pdk_path_is_within(const char *path, const char *dir);
 const char *pdk_path_relative(const char *path, const char *dir);
 
 /* Write content to dirfd/name atomically: temporary file in the same directory, fsync when
- * durable, rename over name. Returns 0 or -1 with errno; nothing is left behind on error. */
+ * durable, rename over name (and, when durable, the directory synced). Returns 0 or -1
+ * with errno; nothing is left behind on error, but when only the directory's sync failed
+ * (*renamed, when given, is then true) name already holds the new content, not yet known
+ * to be on the disk. */
 int pdk_write_file_atomic(int dirfd, const char *name, const void *content, size_t len, mode_t mode,
                           bool durable);
+/* Make dirfd/name hold content without ever replacing a file that already does: a file
+ * that many runs bind into their sandboxes at once (resolv.conf) is written once, and only
+ * replaced (atomically) when what it holds is not content. Returns 0 or -1 with errno. */
+int pdk_write_file_once(int dirfd, const char *name, const void *content, size_t len, mode_t mode);
+int pdk_write_file_atomic_ex(int dirfd, const char *name, const void *content, size_t len,
+                             mode_t mode, bool durable, bool *renamed);
 
 #endif

@@ -86,6 +86,18 @@ void pdk_trace_point(const char *what)
         (void)!write(STDERR_FILENO, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line));
 }
 
+void pdk_crash_point(const char *name)
+{
+    static int armed = -1;
+    static const char *at;
+    if (armed < 0) {
+        at = getenv("PADDOCK_TEST_CRASH_AT");
+        armed = at && *at;
+    }
+    if (armed && strcmp(at, name) == 0)
+        kill(getpid(), SIGKILL);
+}
+
 /* ---- running notices ---- */
 
 #define NOTICES_PRINTED_MAX 200       /* a run's notices on stderr; the rest: the audit log */

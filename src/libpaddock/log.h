@@ -99,4 +99,10 @@ void pdk_trace_point(const char *what);
             pdk_trace_point(what);                                                                 \
     } while (0)
 
+/* Fault injection for the test suite: when PADDOCK_TEST_CRASH_AT names this point, the
+ * process kills itself with SIGKILL here, as a kill -9 from outside at that moment would
+ * (tests/integration/t_session_races.sh, t_vault_faults.sh). Harmless: it only does what
+ * anyone who can set paddock's environment can do with kill(1). */
+void pdk_crash_point(const char *name);
+
 #endif

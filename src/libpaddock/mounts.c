@@ -198,6 +198,41 @@ static bool is_covered_by(const builder *b, const char *path)
     return false;
 }
 
+static int mount_fresh(builder *b, const char *inside_path, mode_t mode, uid_t uid, gid_t gid,
+                       unsigned long flags);
+
+/* The deepest ancestor of inside_path that the sandbox's user cannot search (a 0700
+ * directory of a user it does not map: root's mktemp -d, with the sandbox mapped to an
+ * unprivileged range) gets a fresh directory in its place: nothing below it was reachable
+ * from inside anyway, and the mount points below it are made in that. 0 when there is
+ * none (or it is covered now), -1 with err. */
+static int cover_unsearchable(builder *b, const char *inside_path)
+{
+    _cleanup_free_ char *prefix = xstrdup(inside_path);
+    for (char *p = prefix + 1;; p++) {
+        if (*p != '/' && *p != '\0')
+            continue;
+        char saved = *p;
+        *p = '\0';
+        _cleanup_free_ char *in = in_root(prefix);
+        struct stat st;
+        if (lstat(in, &st) < 0) {
+            if (errno != EACCES)
+                return 0; /* missing: for the caller to say */
+            char *slash = strrchr(prefix, '/');
+            if (slash == prefix)
+                return pdk_error_set(b->err, EACCES, "cannot mount on %s", inside_path);
+            *slash = '\0';
+            pdk_debug("%s cannot be searched from inside: a fresh directory stands in for it",
+                      prefix);
+            return mount_fresh(b, prefix, 0755, (uid_t)-1, (gid_t)-1, 0);
+        }
+        *p = saved;
+        if (!saved)
+            return 0;
+    }
+}
+
 /* Make sure the mount point inside_path exists in the tree being built: it may be created
  * only where the tree is writable (beneath a tmpfs paddock mounted). */
 static int ensure_mountpoint(builder *b, const char *inside_path, bool dir)
@@ -209,8 +244,10 @@ static int ensure_mountpoint(builder *b, const char *inside_path, bool dir)
             return pdk_error_set(b->err, 0, "cannot mount on %s: it is a symlink", inside_path);
         return 0;
     }
+    if (errno == EACCES && cover_unsearchable(b, inside_path) < 0)
+        return -1;
     if (!is_covered_by(b, inside_path))
-        return pdk_error_set(b->err, ENOENT, "cannot mount on %s", inside_path);
+        return pdk_error_set(b->err, errno, "cannot mount on %s", inside_path);
     _cleanup_free_ char *parent = xstrdup(p);
     char *slash = strrchr(parent, '/');
     if (slash && slash != parent) {

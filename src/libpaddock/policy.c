@@ -911,7 +911,7 @@ static char *resolve_path(parse_state *st, const char *field, yaml_node_t *n, co
 }
 
 static void path_list(parse_state *st, const char *field, yaml_node_t *n, char ***out,
-                      bool workspace_relative)
+                      bool workspace_relative, bool hides)
 {
     size_t count;
     yaml_node_item_t *items;
@@ -928,6 +928,15 @@ static void path_list(parse_state *st, const char *field, yaml_node_t *n, char *
         if (!text)
             continue;
         char *path = resolve_path(st, field, item, text, workspace_relative);
+        if (path && hides && strcmp(path, "/") == 0) {
+            /* Hiding / hides everything the command could run. */
+            diag_node(st, item,
+                      "%s: / would hide the whole system, so nothing could run (name "
+                      "the directories to hide)",
+                      field);
+            free(path);
+            continue;
+        }
         if (path)
             pdk_strv_push_take(out, path);
     }
@@ -935,22 +944,22 @@ static void path_list(parse_state *st, const char *field, yaml_node_t *n, char *
 
 static void handle_read_deny(parse_state *st, const char *field, yaml_node_t *n)
 {
-    path_list(st, field, n, &st->policy->read_deny, false);
+    path_list(st, field, n, &st->policy->read_deny, false, true);
 }
 
 static void handle_read_allow(parse_state *st, const char *field, yaml_node_t *n)
 {
-    path_list(st, field, n, &st->policy->read_allow, false);
+    path_list(st, field, n, &st->policy->read_allow, false, false);
 }
 
 static void handle_write(parse_state *st, const char *field, yaml_node_t *n)
 {
-    path_list(st, field, n, &st->policy->write, false);
+    path_list(st, field, n, &st->policy->write, false, false);
 }
 
 static void handle_protect(parse_state *st, const char *field, yaml_node_t *n)
 {
-    path_list(st, field, n, &st->policy->protect, true);
+    path_list(st, field, n, &st->policy->protect, true, false);
 }
 
 /* [A-Za-z_][A-Za-z0-9_]*, with a trailing "*" when glob is allowed. */

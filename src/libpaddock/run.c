@@ -48,7 +48,10 @@ typedef struct run_state {
     pdk_session *session;
     bool session_new;     /* prepared here, to be made on disk while the sandbox starts */
     bool session_created; /* made on disk by this run (removed again when the run fails) */
+    bool command_may_run; /* let start: from here on nothing of the session is removed when
+                           * something fails (the command may have written to it) */
     bool spare_done;      /* the idle steps have made the spares there is room for */
+
     pdk_sandbox_config cfg;
     pdk_command_verdict verdict;
     bool confined;
@@ -101,7 +104,7 @@ static int record_start(void *arg, pdk_error *err)
     json_t *o = json_object();
     json_object_set_new(o, "argv", argv_json(st->opt->argv));
     json_object_set_new(o, "cwd", json_string(st->cfg.cwd ? st->cfg.cwd : ""));
-    json_object_set_new(o, "workspace", json_string(st->workspace));
+    json_object_set_new(o, "workspace", pdk_session_json_path(st->workspace));
     json_object_set_new(
         o, "mode",
         json_string(st->opt->workspace_mode == PDK_WORKSPACE_DIRECT ? "direct" : "overlay"));
@@ -163,11 +166,10 @@ static int open_session(run_state *st, pdk_error *err)
     const pdk_run_options *opt = st->opt;
     if (opt->session_name) {
         pdk_error e = {0};
-        if (pdk_session_open(st->state_dir, opt->session_name, &st->session, &e) == 0) {
-            if (pdk_session_lock(st->session, err) < 0)
-                return -1;
+        /* Locked before it is read: its metadata is read, changed and written under the lock
+         * (runs of one session at once never lose each other's update). */
+        if (pdk_session_open_locked(st->state_dir, opt->session_name, &st->session, &e) == 0)
             return 0;
-        }
         if (!strstr(e.message, "no session named")) {
             *err = e;
             return -1;
@@ -221,7 +223,7 @@ static bool collect_step(void *arg)
 }
 
 /* While the sandbox runs: a spare session directory for the next run, then the removal of
- * what earlier runs retired. */
+ * what earlier runs retired (or runs that were killed left). */
 static bool idle_step(void *arg)
 {
     run_state *st = arg;
@@ -295,6 +297,14 @@ static int build_config(run_state *st, pdk_error *err)
     /* Hidden: the credential list, read_deny, the state dir (also where they really are,
      * when they are symlinks). */
     cfg->hide_paths = pdk_hidden_paths(st->homes, pol, st->state_dir);
+    /* A hidden directory over the workspace would leave the command nowhere to work. */
+    for (size_t h = 0; cfg->hide_paths[h]; h++)
+        if (pdk_path_is_within(st->workspace, cfg->hide_paths[h]))
+            return pdk_error_set(err, 0,
+                                 "workspace %s is hidden by the policy (a credential location, "
+                                 "or filesystem.read_deny): choose another workspace, or narrow "
+                                 "read_deny",
+                                 st->workspace);
 
     /* Binds: what the policy grants, minus credential locations listed by mistake. */
     for (int pass = 0; pass < 2; pass++) {
@@ -742,11 +752,11 @@ static int setup_egress(run_state *st, pdk_error *err)
     cfg->egress_stop = stop_gateway;
     cfg->egress_arg = st;
 
-    /* resolv.conf: one file in the state dir (hidden inside), bound over the host's. */
+    /* resolv.conf: one file in the state dir (hidden inside), bound over the host's. Many
+     * runs bind it at once: written once, never replaced while they do. */
     static const char resolv[] = "# paddock: the egress gateway's DNS stub\nnameserver 127.0.0.1\n";
     _cleanup_close_ int dir = open(st->state_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (dir < 0 ||
-        pdk_write_file_atomic(dir, "resolv.conf", resolv, sizeof(resolv) - 1, 0644, false) < 0)
+    if (dir < 0 || pdk_write_file_once(dir, "resolv.conf", resolv, sizeof(resolv) - 1, 0644) < 0)
         return pdk_error_set(err, errno, "cannot write %s/resolv.conf", st->state_dir);
     char real[PATH_MAX];
     const char *target = realpath("/etc/resolv.conf", real) ? real : "/etc/resolv.conf";
@@ -1801,6 +1811,7 @@ int pdk_run(const pdk_run_options *given, pdk_run_report *report, pdk_error *err
     free(notice_path);
     pdk_sandbox_result result;
     int sandbox_ran = pdk_sandbox_run(&st.cfg, &result, err);
+    st.command_may_run = result.released;
     pdk_notices_end(&report->notices);
     if (sandbox_ran < 0)
         goto out;
@@ -1809,6 +1820,7 @@ int pdk_run(const pdk_run_options *given, pdk_run_report *report, pdk_error *err
     /* When runs are too short for the idle steps, what they left goes now (while the
      * sandbox's init exits), up to a bound, until one retired session at most is left for
      * the next run's idle steps: retired sessions never pile up. */
+    (void)pdk_session_collect_abandoned(st.state_dir); /* what killed runs left */
     if (opt->workspace_mode == PDK_WORKSPACE_OVERLAY && pdk_session_retired_count(st.state_dir) > 1)
         (void)pdk_session_spare_step(st.state_dir); /* a recycle costs least */
     for (int step = 0;
@@ -1841,13 +1853,24 @@ int pdk_run(const pdk_run_options *given, pdk_run_report *report, pdk_error *err
     bool keep = !st.confined && (s->named || report->changes > 0 ||
                                  (opt->workspace_mode == PDK_WORKSPACE_OVERLAY && !st.session_new));
     int saved = 0;
+    /* Once the command has run, nothing of its session is removed because of a failure
+     * here (a full disk, say): the session stays as it is, and a warning says how to
+     * recover it; the exit status stays the command's. */
+    pdk_error post = {0};
     if (st.session_new && !st.session_created) {
         report->session_removed = true; /* it never was on disk */
     } else if (!keep || (opt->workspace_mode == PDK_WORKSPACE_DIRECT && !s->named)) {
         /* After a run: out of sight now, its files go while a later run starts. When the
          * command never ran, nothing is left behind at all. */
-        saved = result.started ? pdk_session_retire(s, err) : pdk_session_remove(s, err);
-        report->session_removed = saved == 0;
+        if (result.started) {
+            report->session_removed = pdk_session_retire(s, &post) == 0;
+            if (!report->session_removed)
+                pdk_warn("%s (the session is left as it is; paddock discard %s removes it)",
+                         post.message, s->id);
+        } else {
+            saved = pdk_session_remove(s, err);
+            report->session_removed = saved == 0;
+        }
     } else {
         if (opt->workspace_mode == PDK_WORKSPACE_OVERLAY) {
             remove_placeholders(&st);
@@ -1856,17 +1879,25 @@ int pdk_run(const pdk_run_options *given, pdk_run_report *report, pdk_error *err
             if (dfd < 0 || syncfs(dfd) < 0)
                 pdk_warn("session %s: syncfs: %s", s->id, strerror(errno));
         }
-        saved = pdk_session_save(s, true, err);
-        report->session_kept = saved == 0;
+        report->session_kept = true;
+        if (pdk_session_save(s, true, &post) < 0)
+            pdk_warn("session %s is kept with what the command wrote, but its record could not "
+                     "be updated (%s): %s %s, then review it with paddock diff %s",
+                     s->id, post.message,
+                     post.code == ENOSPC || post.code == EDQUOT ? "free space in"
+                                                                : "check the disk holding",
+                     st.state_dir, s->id);
     }
     pdk_trace("session saved");
     pdk_sandbox_result_free(&result);
     pdk_trace("init reaped");
     if (saved < 0)
         goto out;
-    /* The overlay is gone with the sandbox: its volatile marker may go too. */
-    if (report->session_kept && pdk_session_clear_volatile(s, err) < 0)
-        goto out;
+    /* The overlay is gone with the sandbox: its volatile marker may go too (or, when that
+     * fails, at the next run on the layer). */
+    pdk_error_clear(&post);
+    if (report->session_kept && pdk_session_clear_volatile(s, &post) < 0)
+        pdk_warn("%s (the next run on the session clears it)", post.message);
     st.session_created = false;
     record_end(&st, report);
     ret = 0;
@@ -1877,9 +1908,18 @@ out:
         report->decided_by = NULL;
     }
     if (ret < 0 && st.session_created && st.session) {
-        pdk_error ignored = {0};
-        pdk_session_remove(st.session, &ignored);
+        if (!st.command_may_run) {
+            pdk_error ignored = {0};
+            pdk_session_remove(st.session, &ignored);
+        } else {
+            /* The command may have written to its layer before paddock failed. */
+            pdk_warn("session %s is kept as it is (review it with paddock diff %s, or remove it "
+                     "with paddock discard %s)",
+                     st.session->id, st.session->id, st.session->id);
+        }
     }
+    if (st.session)
+        pdk_session_run_ended(st.session);
     if (st.watch)
         exec_watch_free(st.watch);
     if (st.gateway) /* the sandbox never ran */

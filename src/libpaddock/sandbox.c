@@ -2,6 +2,7 @@
 #include "sandbox.h"
 
 #include "cgroup.h"
+#include "display.h"
 #include "log.h"
 #include "mounts.h"
 #include "sandbox_child.h"
@@ -25,19 +26,55 @@ struct pdk_sandbox_rest {
     pdk_cgroup *cgroup;
 };
 
-static void kill_and_reap(pid_t pid, int pidfd)
+static void kill_and_reap_status(pid_t pid, int pidfd, int *status)
 {
     if (pidfd >= 0)
         syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
     else
         kill(pid, SIGKILL);
-    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+    while (waitpid(pid, status, 0) < 0 && errno == EINTR)
         ;
+}
+
+static void kill_and_reap(pid_t pid, int pidfd)
+{
+    int status;
+    kill_and_reap_status(pid, pidfd, &status);
+}
+
+/* Why the sandbox's init stopped, when a message to it met a closed socket: what it sent
+ * before it exited (its own error) replaces the supervisor's view ("Broken pipe"); with no
+ * message, its exit status. Reaps it. */
+static void explain_init_failure(int sock, pid_t pid, int pidfd, pdk_error *err)
+{
+    for (int i = 0; i < 64; i++) {
+        pdk_msg msg;
+        int fds[PDK_MSG_MAX_FDS];
+        size_t nfds = PDK_MSG_MAX_FDS;
+        int r = pdk__msg_recv(sock, &msg, fds, &nfds, MSG_DONTWAIT);
+        for (size_t k = 0; k < nfds; k++)
+            close(fds[k]);
+        if (r <= 0)
+            break;
+        if (msg.type == PDK_MSG_ERROR) {
+            pdk_error_set(err, 0, "sandbox setup failed: %s", msg.text);
+            return;
+        }
+    }
+    int status = 0;
+    kill_and_reap_status(pid, pidfd, &status);
+    if (WIFSIGNALED(status) && WTERMSIG(status) != SIGKILL)
+        pdk_error_set(err, 0, "the sandbox's init was killed by signal %d during its setup",
+                      WTERMSIG(status));
+    else if (WIFEXITED(status))
+        pdk_error_set(err, 0, "the sandbox's init ended during its setup (exit status %d)",
+                      WEXITSTATUS(status));
 }
 
 static void exec_failure_message(const pdk_supervisor_outcome *o, pdk_sandbox_result *res)
 {
-    const char *cmd = o->exec_command;
+    /* (shown on one line, whatever the name holds) */
+    _cleanup_free_ char *cmd = pdk_display(o->exec_command);
     switch (o->exec_errno) {
     case ENOENT:
     case ENOTDIR:
@@ -88,7 +125,8 @@ static void fill_result(const pdk_supervisor_outcome *o, pdk_sandbox_result *res
         res->exit_status = 128 + SIGKILL;
     } else if (o->setup_failed) {
         res->exit_status = PDK_EXIT_PADDOCK_FAILED;
-        snprintf(res->message, sizeof(res->message), "sandbox setup failed: %.990s", o->message);
+        _cleanup_free_ char *text = pdk_display(o->message);
+        snprintf(res->message, sizeof(res->message), "sandbox setup failed: %.990s", text);
     } else {
         int s = o->init_wait_status;
         res->exit_status = PDK_EXIT_PADDOCK_FAILED;
@@ -178,10 +216,10 @@ int pdk_sandbox_run(const pdk_sandbox_config *cfg, pdk_sandbox_result *res, pdk_
     /* 3. Maps (the child then builds the part of its tree that depends on nothing else),
      * the caller's own preparation, the cgroup, the bind sources, go. */
     if (pdk_idmap_write(&idmap, pid, err) < 0)
-        goto kill;
+        goto init_failed;
     if (pdk__msg_send(sock[0], PDK_MSG_MAPS, 0, NULL, NULL, 0) < 0) {
         pdk_error_set(err, errno, "starting the sandbox");
-        goto kill;
+        goto init_failed;
     }
     if (cfg->after_clone && cfg->after_clone(cfg->after_clone_arg, err) < 0)
         goto kill;
@@ -203,7 +241,7 @@ int pdk_sandbox_run(const pdk_sandbox_config *cfg, pdk_sandbox_result *res, pdk_
     size_t nfds = idmap.privileged ? pdk_mounts_sources_to_fds(&sources, fds, PDK_MSG_MAX_FDS) : 0;
     if (pdk__msg_send(sock[0], PDK_MSG_GO, 0, NULL, fds, nfds) < 0) {
         pdk_error_set(err, errno, "starting the sandbox");
-        goto kill;
+        goto init_failed;
     }
     pdk_mounts_close_sources(&sources);
 
@@ -224,8 +262,9 @@ int pdk_sandbox_run(const pdk_sandbox_config *cfg, pdk_sandbox_result *res, pdk_
         goto kill;
     if (pdk__msg_send(sock[0], PDK_MSG_RUN, 0, NULL, NULL, 0) < 0) {
         pdk_error_set(err, errno, "starting the command");
-        goto kill;
+        goto init_failed;
     }
+    res->released = true;
     if (cfg->idle_step)
         pdk_supervisor_add_idle(sup, cfg->idle_step, cfg->idle_step_arg);
     pdk_supervisor_outcome outcome;
@@ -245,6 +284,10 @@ int pdk_sandbox_run(const pdk_sandbox_config *cfg, pdk_sandbox_result *res, pdk_
     ret = 0;
     goto out;
 
+init_failed:
+    /* (reaps init) */
+    explain_init_failure(sock[0], pid, pidfd, err);
+    goto out;
 kill:
     kill_and_reap(pid, pidfd);
 out:

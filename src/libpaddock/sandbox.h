@@ -122,6 +122,8 @@ typedef struct pdk_sandbox_result {
     int exit_status; /* the contract: the command's own, 125, 126, 127, 128+N */
     bool timed_out;
     bool started;           /* the command was executed */
+    bool released;          /* the command was let start ("run" sent): it may have run, even
+                             * when pdk_sandbox_run returned -1 */
     char **placeholders;    /* absolute paths paddock created as mount points */
     char message[1024];     /* why paddock failed (status 125/126/127), else empty */
     pdk_sandbox_rest *rest; /* what pdk_sandbox_result_free() finishes */

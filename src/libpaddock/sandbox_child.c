@@ -60,6 +60,17 @@ static PDK_NORETURN void die_error(const pdk_error *err)
     die("%s", err->message);
 }
 
+/* Fault injection for the test suite (tests/integration/t_faults.sh): init fails here, with
+ * a message, when PADDOCK_TEST_INIT_FAIL names this point. Harmless: the sandbox only ends
+ * before its command starts, as any failed setup does. (init is pid 1 of its namespace and
+ * cannot kill itself; log.h's pdk_crash_point is for the supervisor.) */
+static void failure_point(const char *name)
+{
+    const char *at = getenv("PADDOCK_TEST_INIT_FAIL");
+    if (at && strcmp(at, name) == 0)
+        die("failing at %s, as PADDOCK_TEST_INIT_FAIL asks", name);
+}
+
 /* The setup thread: while init builds the rest of the tree, it builds /dev and then makes
  * the network namespace (which costs more than all the other namespaces together, so it is
  * not among clone3's flags). A thread of init (CLONE_THREAD, with the kernel clearing
@@ -437,6 +448,7 @@ void pdk__sandbox_child_main(const pdk__child_args *args)
     if (r <= 0 || msg.type != PDK_MSG_GO)
         _exit(PDK_EXIT_PADDOCK_FAILED);
     pdk_trace("child: go received");
+    failure_point("after-go");
     if (args->v1_cgroup && unshare(CLONE_NEWCGROUP) < 0)
         die("entering a cgroup namespace rooted at the sandbox's cgroup: %s", strerror(errno));
 
@@ -491,6 +503,7 @@ void pdk__sandbox_child_main(const pdk__child_args *args)
     }
     pdk_trace("child: privileges dropped");
 
+    failure_point("before-run");
     /* Nothing starts before the supervisor has recorded it. */
     nfds = 0;
     r = pdk__msg_recv(sync_fd, &msg, fds, &nfds, 0);

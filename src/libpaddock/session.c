@@ -1,6 +1,7 @@
 /* session.c: see session.h. */
 #include "session.h"
 
+#include "display.h"
 #include "fsutil.h"
 #include "log.h"
 
@@ -8,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <linux/fs.h>
@@ -85,11 +87,49 @@ void pdk_session_free(pdk_session *s)
     free(s);
 }
 
+json_t *pdk_session_json_path(const char *path)
+{
+    json_t *text = json_string(path);
+    if (text)
+        return text;
+    /* Not UTF-8 (a path is bytes): the bytes in hex, and a rendering to read. */
+    static const char digits[] = "0123456789abcdef";
+    size_t n = strlen(path);
+    _cleanup_free_ char *hex = xmalloc(2 * n + 1);
+    for (size_t i = 0; i < n; i++) {
+        hex[2 * i] = digits[(unsigned char)path[i] >> 4];
+        hex[2 * i + 1] = digits[(unsigned char)path[i] & 15];
+    }
+    hex[2 * n] = '\0';
+    _cleanup_free_ char *shown = pdk_display(path);
+    return json_pack("{s:s, s:s}", "hex", hex, "text", shown);
+}
+
+/* The path pdk_session_json_path made (new string), or NULL when v is none. */
+static char *path_of_json(json_t *v)
+{
+    if (json_is_string(v))
+        return xstrdup(json_string_value(v));
+    const char *hex = json_string_value(json_object_get(v, "hex"));
+    size_t n = hex ? strlen(hex) : 0;
+    if (!hex || n == 0 || n % 2 != 0)
+        return NULL;
+    _cleanup_free_ char *path = xmalloc(n / 2 + 1);
+    for (size_t i = 0; i < n / 2; i++) {
+        int hi = pdk_hex_value(hex[2 * i]), lo = pdk_hex_value(hex[2 * i + 1]);
+        if (hi < 0 || lo < 0 || (hi == 0 && lo == 0))
+            return NULL;
+        path[i] = (char)(hi << 4 | lo);
+    }
+    path[n / 2] = '\0';
+    return steal_pointer(&path);
+}
+
 static json_t *strv_to_json(char *const *strv)
 {
     json_t *a = json_array();
     for (size_t i = 0; strv && strv[i]; i++)
-        json_array_append_new(a, json_string(strv[i]));
+        json_array_append_new(a, pdk_session_json_path(strv[i]));
     return a;
 }
 
@@ -100,13 +140,21 @@ static char **json_to_strv(json_t *a)
     json_t *item;
     json_array_foreach(a, i, item)
     {
-        if (json_is_string(item))
-            pdk_strv_push(&v, json_string_value(item));
+        char *path = path_of_json(item);
+        if (path)
+            pdk_strv_push_take(&v, path);
     }
     return v;
 }
 
 #define SESSION_FILE_NEXT ".session.json.next"
+/* A session out of sight, its files being removed (or recycled into a spare). */
+#define REMOVED_PREFIX ".removing."
+/* Beside an unnamed session while its run goes on (a second name of the session's lock
+ * file: no inode made or freed for it): what a run that was killed leaves, for a later run
+ * to retire the session when it is empty (else an unnamed run killed before its end would
+ * leave its session forever). Whoever holds the lock holds the run. */
+#define RUNNING_PREFIX ".running."
 
 /* session.json, replaced atomically without freeing anything: the text goes over the old
  * draft (SESSION_FILE_NEXT, pwrite then ftruncate, within the same block when it fits),
@@ -116,7 +164,7 @@ static char **json_to_strv(json_t *a)
  * session's lock. */
 static int write_metadata(int dir_fd, const char *text, size_t len, bool durable)
 {
-    int fd = openat(dir_fd, SESSION_FILE_NEXT, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    int fd = pdk_open_regular_at(dir_fd, SESSION_FILE_NEXT, O_WRONLY | O_CREAT, 0600);
     if (fd < 0)
         return -1;
     ssize_t w = pwrite(fd, text, len, 0);
@@ -135,8 +183,8 @@ static int write_metadata(int dir_fd, const char *text, size_t len, bool durable
         if (renameat(dir_fd, SESSION_FILE_NEXT, dir_fd, SESSION_FILE) < 0)
             return -1;
     }
-    if (durable)
-        fsync(dir_fd);
+    if (durable && pdk_fsync_dir(dir_fd) < 0)
+        return -1;
     return 0;
 }
 
@@ -146,7 +194,7 @@ int pdk_session_save(const pdk_session *s, bool durable, pdk_error *err)
     json_object_set_new(root, "format", json_integer(SESSION_FORMAT));
     json_object_set_new(root, "id", json_string(s->id));
     json_object_set_new(root, "named", json_boolean(s->named));
-    json_object_set_new(root, "workspace", json_string(s->workspace));
+    json_object_set_new(root, "workspace", pdk_session_json_path(s->workspace));
     json_object_set_new(root, "mode",
                         json_string(s->mode == PDK_WORKSPACE_DIRECT ? "direct" : "overlay"));
     json_object_set_new(root, "created_ns", json_integer(s->created_ns));
@@ -161,7 +209,7 @@ int pdk_session_save(const pdk_session *s, bool durable, pdk_error *err)
     json_t *committed = json_array();
     for (size_t i = 0; i < s->committed_count; i++) {
         json_t *c = json_object();
-        json_object_set_new(c, "path", json_string(s->committed[i].path));
+        json_object_set_new(c, "path", pdk_session_json_path(s->committed[i].path));
         json_object_set_new(c, "ctime_ns", json_integer(s->committed[i].ctime_ns));
         json_array_append_new(committed, c);
     }
@@ -191,7 +239,7 @@ static int session_parse(pdk_session *s, const char *text, size_t len, pdk_error
                              "session %s: %s/%s is corrupt (line %d: %s): discard the session",
                              s->id, s->dir ? s->dir : "?", SESSION_FILE, jerr.line, jerr.text);
     }
-    const char *ws = json_string_value(json_object_get(root, "workspace"));
+    _cleanup_free_ char *ws = path_of_json(json_object_get(root, "workspace"));
     const char *mode = json_string_value(json_object_get(root, "mode"));
     if (!ws || ws[0] != '/' || !mode ||
         (strcmp(mode, "direct") != 0 && strcmp(mode, "overlay") != 0)) {
@@ -200,7 +248,8 @@ static int session_parse(pdk_session *s, const char *text, size_t len, pdk_error
                              "session %s: %s lacks a workspace or a mode: discard the session",
                              s->id, SESSION_FILE);
     }
-    s->workspace = xstrdup(ws);
+    free(s->workspace);
+    s->workspace = steal_pointer(&ws);
     s->mode = strcmp(mode, "direct") == 0 ? PDK_WORKSPACE_DIRECT : PDK_WORKSPACE_OVERLAY;
     s->named = json_is_true(json_object_get(root, "named"));
     s->created_ns = json_integer_value(json_object_get(root, "created_ns"));
@@ -222,7 +271,7 @@ static int session_parse(pdk_session *s, const char *text, size_t len, pdk_error
     json_t *c;
     json_array_foreach(committed, i, c)
     {
-        const char *p = json_string_value(json_object_get(c, "path"));
+        _cleanup_free_ char *p = path_of_json(json_object_get(c, "path"));
         if (p)
             pdk_session_note_committed(s, p, json_integer_value(json_object_get(c, "ctime_ns")));
     }
@@ -234,7 +283,12 @@ static int session_load(pdk_session *s, pdk_error *err)
 {
     _cleanup_free_ char *text = NULL;
     size_t len = 0;
-    if (pdk_read_file_at(s->dir_fd, SESSION_FILE, &text, &len, 16u << 20) < 0) {
+    if (pdk_read_regular_file_at(s->dir_fd, SESSION_FILE, &text, &len, 16u << 20) < 0) {
+        if (errno == ENXIO || errno == EISDIR || errno == ELOOP)
+            return pdk_error_set(err, 0,
+                                 "session %s: %s/%s is not a regular file: remove the session "
+                                 "with 'paddock discard %s'",
+                                 s->id, s->dir, SESSION_FILE, s->id);
         if (errno == ENOENT)
             return pdk_error_set(err, 0,
                                  "session %s is incomplete (%s/%s is missing; a run was "
@@ -258,26 +312,34 @@ int pdk_session_parse_metadata(const char *id, const char *text, size_t len, pdk
     return 0;
 }
 
-int pdk_session_lock(pdk_session *s, pdk_error *err)
+/* The error for a session whose lock another process holds (lock_fd: an fd of its lock
+ * file), naming the holder when its pid is there. */
+static int busy_error(const char *id, int lock_fd, pdk_error *err)
 {
-    if (s->lock_fd >= 0)
-        return 0;
-    _cleanup_close_ int fd =
-        openat(s->dir_fd, "lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    char buf[32] = {0};
+    ssize_t n = lock_fd >= 0 ? pread(lock_fd, buf, sizeof(buf) - 1, 0) : -1;
+    int holder = n > 0 ? atoi(buf) : 0;
+    if (holder > 0)
+        return pdk_error_set(err, 0,
+                             "session %s is in use by paddock pid %d (wait for it to end, or "
+                             "use another --session)",
+                             id, holder);
+    return pdk_error_set(err, 0, "session %s is in use by another paddock", id);
+}
+
+/* flock the session's lock file without waiting: 0 (s->lock_fd set), or -1 with err and
+ * *busy set when another process holds it. */
+static int take_lock(pdk_session *s, bool *busy, pdk_error *err)
+{
+    *busy = false;
+    _cleanup_close_ int fd = pdk_open_regular_at(s->dir_fd, "lock", O_RDWR | O_CREAT, 0600);
     if (fd < 0)
         return pdk_error_set(err, errno, "session %s: cannot open its lock", s->id);
     if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
         if (errno != EWOULDBLOCK)
             return pdk_error_set(err, errno, "session %s: cannot lock", s->id);
-        char buf[32] = {0};
-        ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
-        int holder = n > 0 ? atoi(buf) : 0;
-        if (holder > 0)
-            return pdk_error_set(err, 0,
-                                 "session %s is in use by paddock pid %d (wait for it to end, "
-                                 "or use another --session)",
-                                 s->id, holder);
-        return pdk_error_set(err, 0, "session %s is in use by another paddock", s->id);
+        *busy = true;
+        return busy_error(s->id, fd, err);
     }
     /* A fixed width, written over the last holder's: no truncation, so no block of the
      * file is freed and made again (ext4 with online discard waits for the device at every
@@ -286,6 +348,43 @@ int pdk_session_lock(pdk_session *s, pdk_error *err)
     int n = snprintf(pid, sizeof(pid), "%-10d\n", (int)getpid());
     (void)!pwrite(fd, pid, (size_t)n, 0);
     s->lock_fd = steal_fd(&fd);
+    return 0;
+}
+
+/* Forget what session.json said, before it is read again. */
+static void clear_metadata(pdk_session *s)
+{
+    free(s->workspace);
+    s->workspace = NULL;
+    free(s->boot_id);
+    s->boot_id = NULL;
+    pdk_strv_free(s->placeholders);
+    s->placeholders = NULL;
+    pdk_strv_free(s->protected_paths);
+    s->protected_paths = NULL;
+    for (size_t i = 0; i < s->committed_count; i++)
+        free(s->committed[i].path);
+    free(s->committed);
+    s->committed = NULL;
+    s->committed_count = 0;
+}
+
+int pdk_session_lock(pdk_session *s, pdk_error *err)
+{
+    if (s->lock_fd >= 0)
+        return 0;
+    bool busy;
+    if (take_lock(s, &busy, err) < 0)
+        return -1;
+    /* What was read before the lock may be stale: a run or a commit may have saved since.
+     * Every change is a read-modify-write under the lock, so read it again. */
+    if (s->loaded) {
+        clear_metadata(s);
+        if (session_load(s, err) < 0) {
+            pdk_session_unlock(s);
+            return -1;
+        }
+    }
     return 0;
 }
 
@@ -358,19 +457,37 @@ static void mark_top_directory(const char *path)
 #define SPARE_PREFIX ".spare."
 #define SPARE_SLOTS  2
 
-static bool claim_spare(int sessions_fd, const char *id)
+/* A session is made under a private name and renamed to its own once its lock is taken
+ * and its metadata written: a name never stands for a half-made session, nor for the one a
+ * recycled spare used to be, whenever the run making it is killed. The private name holds
+ * the maker's pid; the collector removes those whose maker is gone. */
+#define CLAIM_PREFIX ".claim."
+
+static bool claim_spare(int sessions_fd, const char *claim)
 {
     for (int i = 0; i < SPARE_SLOTS; i++) {
         char name[32];
         snprintf(name, sizeof(name), SPARE_PREFIX "%d", i);
-        if (renameat2(sessions_fd, name, sessions_fd, id, RENAME_NOREPLACE) == 0)
+        if (renameat2(sessions_fd, name, sessions_fd, claim, RENAME_NOREPLACE) == 0)
             return true;
     }
     return false;
 }
 
+/* The error for a session directory that appeared under our name meanwhile. */
+static int exists_error(int sessions_fd, const char *id, pdk_error *err)
+{
+    _cleanup_free_ char *lock = xasprintf("%s/lock", id);
+    _cleanup_close_ int fd =
+        openat(sessions_fd, lock, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd >= 0 && flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK)
+        return busy_error(id, fd, err);
+    return pdk_error_set(err, 0, "session %s already exists", id);
+}
+
 int pdk_session_materialize(pdk_session *s, pdk_error *err)
 {
+    static unsigned claims;
     _cleanup_free_ char *sessions = xstrdup(s->dir);
     *strrchr(sessions, '/') = '\0';
     if (mkdir(sessions, 0700) < 0) {
@@ -382,19 +499,34 @@ int pdk_session_materialize(pdk_session *s, pdk_error *err)
     _cleanup_close_ int sessions_fd = open(sessions, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (sessions_fd < 0)
         return pdk_error_set(err, errno, "cannot open %s", sessions);
-    bool spare = s->mode == PDK_WORKSPACE_OVERLAY && claim_spare(sessions_fd, s->id);
-    if (!spare && mkdirat(sessions_fd, s->id, 0700) < 0) {
-        if (errno == EEXIST)
-            return pdk_error_set(err, 0, "session %s already exists", s->id);
-        return pdk_error_set(err, errno, "cannot create session directory %s", s->dir);
+    char claim[64];
+    snprintf(claim, sizeof(claim), CLAIM_PREFIX "%d.%u", (int)getpid(), claims++);
+    bool spare = s->mode == PDK_WORKSPACE_OVERLAY && claim_spare(sessions_fd, claim);
+    pdk_crash_point("session-claimed");
+    for (;;) {
+        if (!spare && mkdirat(sessions_fd, claim, 0700) < 0)
+            return pdk_error_set(err, errno, "cannot create a session directory in %s", sessions);
+        s->dir_fd = openat(sessions_fd, claim, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        if (s->dir_fd < 0) {
+            pdk_error_set(err, errno, "cannot open %s/%s", sessions, claim);
+            goto fail;
+        }
+        bool busy = false;
+        if (take_lock(s, &busy, err) == 0)
+            break;
+        if (!busy || !spare)
+            goto fail;
+        /* A spare whose last holder has not let go of it yet: leave it to the collector
+         * and make a directory of our own. */
+        pdk_error_clear(err);
+        close(s->dir_fd);
+        s->dir_fd = -1;
+        char busy_name[80];
+        snprintf(busy_name, sizeof(busy_name), REMOVED_PREFIX "busy.%s", claim + 1);
+        if (renameat(sessions_fd, claim, sessions_fd, busy_name) < 0)
+            pdk_rm_rf_at(sessions_fd, claim);
+        spare = false;
     }
-    s->dir_fd = openat(sessions_fd, s->id, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-    if (s->dir_fd < 0) {
-        pdk_error_set(err, errno, "cannot open %s", s->dir);
-        goto fail;
-    }
-    if (pdk_session_lock(s, err) < 0)
-        goto fail;
     if (s->mode == PDK_WORKSPACE_OVERLAY &&
         ((mkdirat(s->dir_fd, "upper", 0755) < 0 && (!spare || errno != EEXIST)) ||
          (mkdirat(s->dir_fd, "work", 0700) < 0 && (!spare || errno != EEXIST)))) {
@@ -405,18 +537,38 @@ int pdk_session_materialize(pdk_session *s, pdk_error *err)
         s->boot_id = pdk_session_current_boot_id();
     if (pdk_session_save(s, false, err) < 0)
         goto fail;
+    pdk_crash_point("session-written");
+    if (!s->named) {
+        char marker[96];
+        snprintf(marker, sizeof(marker), RUNNING_PREFIX "%s", s->id);
+        if (linkat(s->dir_fd, "lock", sessions_fd, marker, 0) < 0) {
+            pdk_error_set(err, errno, "cannot create %s/%s", sessions, marker);
+            goto fail;
+        }
+        s->marked_running = true;
+    }
+    if (renameat2(sessions_fd, claim, sessions_fd, s->id, RENAME_NOREPLACE) < 0) {
+        if (errno == EEXIST)
+            exists_error(sessions_fd, s->id, err);
+        else
+            pdk_error_set(err, errno, "cannot create session directory %s", s->dir);
+        goto fail;
+    }
+    pdk_crash_point("session-bound");
     return 0;
 fail:
+    pdk_session_run_ended(s);
     pdk_session_unlock(s);
     if (s->dir_fd >= 0) {
         close(s->dir_fd);
         s->dir_fd = -1;
     }
-    pdk_rm_rf_at(sessions_fd, s->id);
+    pdk_rm_rf_at(sessions_fd, claim);
     return -1;
 }
 
-int pdk_session_open(const char *state_dir, const char *id, pdk_session **out, pdk_error *err)
+/* The session's directory opened (no metadata read yet). */
+static int open_dir(const char *state_dir, const char *id, pdk_session **out, pdk_error *err)
 {
     if (!pdk_session_name_valid(id))
         return pdk_error_set(err, 0, "'%s' is not a session id (see 'paddock sessions')", id);
@@ -429,9 +581,60 @@ int pdk_session_open(const char *state_dir, const char *id, pdk_session **out, p
             return pdk_error_set(err, 0, "no session named '%s' (see 'paddock sessions')", id);
         return pdk_error_set(err, e, "cannot open session %s", id);
     }
-    if (session_load(s, err) < 0) {
+    *out = s;
+    return 0;
+}
+
+/* The session opened and its metadata read, after its lock is taken when lock. */
+static int open_and_load(const char *state_dir, const char *id, bool lock, pdk_session **out,
+                         pdk_error *err)
+{
+    pdk_session *s = NULL;
+    bool busy;
+    if (open_dir(state_dir, id, &s, err) < 0)
+        return -1;
+    if ((lock && take_lock(s, &busy, err) < 0) || session_load(s, err) < 0) {
         pdk_session_free(s);
         return -1;
+    }
+    s->loaded = true;
+    *out = s;
+    return 0;
+}
+
+int pdk_session_open(const char *state_dir, const char *id, pdk_session **out, pdk_error *err)
+{
+    return open_and_load(state_dir, id, false, out, err);
+}
+
+int pdk_session_open_locked(const char *state_dir, const char *id, pdk_session **out,
+                            pdk_error *err)
+{
+    return open_and_load(state_dir, id, true, out, err);
+}
+
+int pdk_session_open_for_removal(const char *state_dir, const char *id, pdk_session **out,
+                                 pdk_error *err)
+{
+    pdk_session *s = NULL;
+    bool busy;
+    if (open_dir(state_dir, id, &s, err) < 0)
+        return -1;
+    if (take_lock(s, &busy, err) < 0) {
+        /* Held by a run: refused. Not to be had for another reason (an incomplete session's
+         * lock that cannot be made): no run holds it either. */
+        if (busy) {
+            pdk_session_free(s);
+            return -1;
+        }
+        pdk_error_clear(err);
+    }
+    pdk_error problem = {0};
+    if (session_load(s, &problem) == 0) {
+        s->loaded = true;
+    } else {
+        clear_metadata(s);
+        s->damaged = true;
     }
     *out = s;
     return 0;
@@ -505,8 +708,6 @@ int pdk_session_open_layers(const pdk_session *s, int *lower, int *upper, pdk_er
     *upper = u;
     return 0;
 }
-
-#define REMOVED_PREFIX ".removing."
 
 /* Rename the session out of sight (a crash half-way through removing it never leaves a
  * half-removed session that still looks like one); *doomed gets the new name. */
@@ -621,9 +822,12 @@ static bool upper_is_pristine(int dfd, const char *name)
     return empty;
 }
 
-/* A retired session that changed nothing becomes a spare: its overlay work directory
- * (with the volatile marker) goes, the rest stays. Cheaper than removing it and making a
- * spare anew (directories cost most to make and to remove). 1 when one was recycled. */
+/* A retired session that changed nothing becomes a spare: its overlay work directory (with
+ * the volatile marker) goes, the rest stays. Cheaper than removing it and making a spare
+ * anew (directories cost most to make and to remove, and every inode freed slows the next
+ * one made). Its old session.json is written over before the spare gets a name (see
+ * pdk_session_materialize). Only once the run that retired it has let go of its lock. 1
+ * when one was recycled. */
 static int recycle_retired(int dfd, const char *slot)
 {
     _cleanup_closedir_ DIR *d = NULL;
@@ -640,11 +844,14 @@ static int recycle_retired(int dfd, const char *slot)
             continue;
         if (!upper_is_pristine(dfd, de->d_name))
             continue;
-        _cleanup_close_ int work = pdk_open_beneath(dfd, de->d_name, O_RDONLY | O_DIRECTORY, 0);
-        if (work < 0)
+        _cleanup_close_ int sfd = pdk_open_beneath(dfd, de->d_name, O_RDONLY | O_DIRECTORY, 0);
+        if (sfd < 0)
             continue;
+        _cleanup_close_ int lock = pdk_open_regular_at(sfd, "lock", O_RDWR, 0);
+        if (lock < 0 || flock(lock, LOCK_EX | LOCK_NB) < 0)
+            continue; /* still held by the run that retired it (or no lock: not a spare) */
         _cleanup_close_ int w =
-            openat(work, "work", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+            openat(sfd, "work", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
         if (w < 0 || pdk_rm_rf_at(w, "work") < 0)
             continue;
         if (renameat2(dfd, de->d_name, dfd, slot, RENAME_NOREPLACE) == 0)
@@ -703,6 +910,87 @@ size_t pdk_session_retired_count(const char *state_dir)
     return n;
 }
 
+/* Whether pid is gone (a name made by a process that was killed). */
+static bool process_gone(long pid)
+{
+    return pid > 0 && pid != getpid() && kill((pid_t)pid, 0) < 0 && errno == ESRCH;
+}
+
+/* A session directory a run was making (CLAIM_PREFIX PID.N) when it was killed. */
+static bool is_abandoned_claim(const char *name)
+{
+    if (!pdk_str_has_prefix(name, CLAIM_PREFIX))
+        return false;
+    char *end = NULL;
+    long pid = strtol(name + strlen(CLAIM_PREFIX), &end, 10);
+    return *end == '.' && process_gone(pid);
+}
+
+/* Whether the session directory dfd/id is what an unnamed run killed before its end left:
+ * it never finished a run, and its layer is as a new one's. The caller holds its lock
+ * (lock_fd, an fd of the lock file): no run holds it. */
+static bool is_abandoned_session(int dfd, const char *id, const char *state_dir, int lock_fd)
+{
+    if (!pdk_session_name_valid(id) || !upper_is_pristine(dfd, id))
+        return false;
+    pdk_session *s = session_new(state_dir, id);
+    s->dir_fd = pdk_open_beneath(dfd, id, O_PATH | O_DIRECTORY, 0);
+    struct stat mine, theirs;
+    pdk_error ignored = {0};
+    bool abandoned = s->dir_fd >= 0 && fstat(lock_fd, &mine) == 0 &&
+                     fstatat(s->dir_fd, "lock", &theirs, AT_SYMLINK_NOFOLLOW) == 0 &&
+                     mine.st_ino == theirs.st_ino && mine.st_dev == theirs.st_dev &&
+                     session_load(s, &ignored) == 0 && !s->named && s->runs == 0;
+    pdk_session_free(s);
+    return abandoned;
+}
+
+/* A RUNNING_PREFIX marker whose run is gone (no one holds the lock it names): the session
+ * it marks is retired when the run left it empty (else it stays, for review), and the
+ * marker goes. 1 when it was one. */
+static int end_abandoned_run(int dfd, const char *name, const char *state_dir)
+{
+    _cleanup_close_ int lock = pdk_open_regular_at(dfd, name, O_RDWR, 0);
+    if (lock < 0 || flock(lock, LOCK_EX | LOCK_NB) < 0)
+        return 0; /* its run goes on (or it is no marker) */
+    const char *id = name + strlen(RUNNING_PREFIX);
+    if (is_abandoned_session(dfd, id, state_dir, lock)) {
+        _cleanup_free_ char *doomed = xasprintf(REMOVED_PREFIX "%s.%d", id, (int)getpid());
+        if (renameat(dfd, id, dfd, doomed) == 0)
+            pdk_debug("retired session %s, left empty by a run that was killed", id);
+    }
+    (void)unlinkat(dfd, name, 0);
+    return 1;
+}
+
+/* What a killed run left under name (a half-made session, the marker of its unnamed
+ * session) dealt with: 1 when it was such a thing, 0 when not, -1 on an error. */
+static int collect_abandoned(int dfd, const char *name, const char *state_dir)
+{
+    if (is_abandoned_claim(name)) {
+        /* Out of sight like a retired session: recycled or removed from here on. */
+        _cleanup_free_ char *doomed = xasprintf(REMOVED_PREFIX "%s", name + 1);
+        if (renameat(dfd, name, dfd, doomed) < 0 && errno != ENOENT)
+            return -1;
+        return 1;
+    }
+    if (pdk_str_has_prefix(name, RUNNING_PREFIX))
+        return end_abandoned_run(dfd, name, state_dir);
+    return 0;
+}
+
+int pdk_session_collect_abandoned(const char *state_dir)
+{
+    _cleanup_free_ char *sessions = pdk_path_join(state_dir, "sessions");
+    _cleanup_closedir_ DIR *d = opendir(sessions);
+    int n = 0;
+    struct dirent *de;
+    while (d && (de = readdir(d)) && n < 64)
+        if (de->d_name[0] == '.' && collect_abandoned(dirfd(d), de->d_name, state_dir) > 0)
+            n++;
+    return n;
+}
+
 int pdk_session_collect_step(const char *state_dir)
 {
     _cleanup_free_ char *sessions = pdk_path_join(state_dir, "sessions");
@@ -711,6 +999,9 @@ int pdk_session_collect_step(const char *state_dir)
         return 0;
     struct dirent *de;
     while ((de = readdir(d))) {
+        int done = collect_abandoned(dirfd(d), de->d_name, state_dir);
+        if (done != 0)
+            return done;
         if (!pdk_str_has_prefix(de->d_name, REMOVED_PREFIX))
             continue;
         int r = remove_one(dirfd(d), de->d_name, 0);
@@ -721,6 +1012,18 @@ int pdk_session_collect_step(const char *state_dir)
         return 1;
     }
     return 0;
+}
+
+void pdk_session_run_ended(pdk_session *s)
+{
+    if (!s->marked_running)
+        return;
+    _cleanup_free_ char *marker = xstrdup(s->dir);
+    char *slash = strrchr(marker, '/');
+    _cleanup_free_ char *path =
+        xasprintf("%.*s/" RUNNING_PREFIX "%s", (int)(slash - marker), marker, s->id);
+    (void)unlink(path);
+    s->marked_running = false;
 }
 
 static int compare_created(const void *a, const void *b)

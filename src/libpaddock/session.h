@@ -47,6 +47,10 @@ typedef struct pdk_session {
 
     char *boot_id; /* the boot a run last used the layer in (/proc/sys/kernel/random/boot_id) */
 
+    bool loaded;         /* its metadata was read from session.json (read again under the lock) */
+    bool damaged;        /* opened for removal only: session.json is missing or unreadable */
+    bool marked_running; /* an unnamed session this process made: its run is marked */
+
     char *dir;   /* STATE/sessions/<id> */
     int dir_fd;  /* O_PATH fd of dir */
     int lock_fd; /* >= 0 while locked */
@@ -60,14 +64,26 @@ bool pdk_session_name_valid(const char *name);
  * disk work overlap the sandbox's start. Fails when a session of that name exists. */
 int pdk_session_prepare(const char *state_dir, const char *name, const char *workspace,
                         pdk_workspace_mode mode, pdk_session **out, pdk_error *err);
-/* Make the prepared session's directory, lock it, make its layers and write its metadata;
- * on failure nothing is left on disk. */
+/* Make the prepared session's directory, lock it, make its layers and write its metadata,
+ * all under a private name, then give it its own name (so that a kill at any point never
+ * leaves the name on a half-made session, nor on the session a recycled spare was made
+ * from); on failure nothing is left on disk. */
 int pdk_session_materialize(pdk_session *session, pdk_error *err);
 
 /* Open an existing session by id. */
 int pdk_session_open(const char *state_dir, const char *id, pdk_session **out, pdk_error *err);
+/* The same, its lock taken (without waiting) before its metadata is read. */
+int pdk_session_open_locked(const char *state_dir, const char *id, pdk_session **out,
+                            pdk_error *err);
+/* Open a session to remove it: locked, and even when its session.json is missing or
+ * unreadable (then damaged is set and the metadata is empty). Fails when there is no such
+ * session or a run holds it. */
+int pdk_session_open_for_removal(const char *state_dir, const char *id, pdk_session **out,
+                                 pdk_error *err);
 
-/* Take the session's lock without waiting; fails naming the holder's pid when it is busy. */
+/* Take the session's lock without waiting; fails naming the holder's pid when it is busy.
+ * A session read from disk is read again once locked: what another run or a commit saved
+ * in between is never written over. */
 int pdk_session_lock(pdk_session *session, pdk_error *err);
 void pdk_session_unlock(pdk_session *session);
 
@@ -105,12 +121,22 @@ int pdk_session_retire(pdk_session *session, pdk_error *err);
  * two are ready: 1 when one was made, 0 when none was needed, -1 on an error. */
 int pdk_session_spare_step(const char *state_dir);
 
-/* Remove one file or directory of the sessions retired (or left half-removed by a crash):
- * 1 when one was removed (call again), 0 when none is left, -1 on an error. Small steps,
- * so that an event loop can interleave them with its other work. */
+/* Remove one file or directory of the sessions retired (or left half-removed by a crash),
+ * or deal with one thing a killed run left (a half-made session, the empty session of an
+ * unnamed run): 1 when one was done (call again), 0 when none is left, -1 on an error.
+ * Small steps, so that an event loop can interleave them with its other work. */
 int pdk_session_collect_step(const char *state_dir);
+/* Deal with everything killed runs left (as the collect steps do), in one pass: how many
+ * there were. Cheap: one listing, and a look at each leftover. */
+int pdk_session_collect_abandoned(const char *state_dir);
 /* How many retired sessions (or leftovers being removed) there are. */
 size_t pdk_session_retired_count(const char *state_dir);
+
+/* The run of an unnamed session that pdk_session_materialize() made has ended (whatever
+ * became of the session): its in-progress marker goes. A marker that outlives its run
+ * (paddock killed) is how pdk_session_collect_step() finds the session the run left, and
+ * retires it when it is empty. */
+void pdk_session_run_ended(pdk_session *session);
 
 /* All sessions, sorted by creation time. Unreadable entries are skipped with a warning. */
 int pdk_session_list(const char *state_dir, pdk_session ***out, size_t *count, pdk_error *err);
@@ -118,6 +144,11 @@ void pdk_session_list_free(pdk_session **list, size_t count);
 
 /* Record that path was committed leaving ctime_ns on the real file. */
 void pdk_session_note_committed(pdk_session *session, const char *path, int64_t ctime_ns);
+
+/* A path as session.json (and the listings) write it: a JSON string when it is UTF-8, else
+ * {"hex": its bytes in hex, "text": a rendering to read}. */
+typedef struct json_t json_t;
+json_t *pdk_session_json_path(const char *path);
 
 /* Parse the text of a session.json into a session that has no directory (for tests and
  * the fuzz target; pdk_session_open reads the file and does the same). */

@@ -111,8 +111,16 @@ int pdk_store_error(pdk_store *store, pdk_error *err, const char *what)
                              "than %d s; try again",
                              what, store->path, PDK_STORE_BUSY_MS / 1000);
     }
-    if (code == SQLITE_FULL)
-        return pdk_error_set(err, ENOSPC, "%s: the state store %s cannot grow", what, store->path);
+    /* A full disk: SQLite says "disk I/O error" when it meets it writing the WAL or its
+     * index; the system's errno says what it was. */
+    int sys = sqlite3_system_errno(store->db);
+    if (code == SQLITE_FULL || (code == SQLITE_IOERR && (sys == ENOSPC || sys == EDQUOT)))
+        return pdk_error_set(err, code == SQLITE_FULL ? ENOSPC : sys,
+                             "%s: the state store %s cannot grow (free space on its disk, then "
+                             "try again)",
+                             what, store->path);
+    if (code == SQLITE_IOERR && sys != 0)
+        return pdk_error_set(err, sys, "%s: %s (%s)", what, sqlite3_errmsg(store->db), store->path);
     if (code == SQLITE_CORRUPT || code == SQLITE_NOTADB)
         return pdk_error_set(err, 0,
                              "%s: the state store %s is damaged (%s); move it away to start a "

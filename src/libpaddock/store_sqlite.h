@@ -31,7 +31,8 @@
     X(int, open_v2, (const char *, sqlite3 **, int, const char *))                                 \
     X(int, prepare_v2, (sqlite3 *, const char *, int, sqlite3_stmt **, const char **))             \
     X(int, reset, (sqlite3_stmt *))                                                                \
-    X(int, step, (sqlite3_stmt *))
+    X(int, step, (sqlite3_stmt *))                                                                 \
+    X(int, system_errno, (sqlite3 *))
 
 typedef struct pdk__sqlite_api {
 #define PDK__SQLITE_FIELD(ret, name, args) ret(*name) args;
@@ -60,5 +61,6 @@ extern pdk__sqlite_api pdk__sqlite;
 #define sqlite3_prepare_v2            pdk__sqlite.prepare_v2
 #define sqlite3_reset                 pdk__sqlite.reset
 #define sqlite3_step                  pdk__sqlite.step
+#define sqlite3_system_errno          pdk__sqlite.system_errno
 
 #endif

@@ -2,11 +2,16 @@
 #include "vault.h"
 
 #include "fsutil.h"
+#include "log.h"
 #include "util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +26,7 @@
 #define KEY_LEN   crypto_aead_xchacha20poly1305_ietf_KEYBYTES
 #define MAC_LEN   crypto_aead_xchacha20poly1305_ietf_ABYTES
 #define FILE_MAX  (64 * 1024 * 1024)
+#define VAULT_NEW "vault.new"
 
 struct pdk_vault {
     char *state_dir;
@@ -31,6 +37,29 @@ struct pdk_vault {
     bool have_key;   /* false: opened read-only before any key existed */
     json_t *secrets; /* {NAME: {kind, value, created_ns, used_ns}} */
 };
+
+/* jansson's free, wiping what it frees: the vault's plaintext passes through jansson (the
+ * parser's buffers, the strings of every secret, the encoder's buffers), and memory handed
+ * back to malloc keeps its bytes. The cost is a memset of each block JSON frees (about 8%
+ * of jansson's own time: bench/bench_json_wipe.c). */
+static void wiping_free(void *p)
+{
+    if (p) {
+        sodium_memzero(p, malloc_usable_size(p));
+        free(p);
+    }
+}
+
+static void install_wiping_free(void)
+{
+    json_set_alloc_funcs(malloc, wiping_free);
+}
+
+void pdk_vault_wipe_json_memory(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, install_wiping_free);
+}
 
 bool pdk_vault_name_valid(const char *name)
 {
@@ -52,6 +81,40 @@ static bool hex_key(const char *text, size_t len, unsigned char key[KEY_LEN])
     return len == 2 * KEY_LEN &&
            sodium_hex2bin(key, KEY_LEN, text, len, NULL, &bin_len, &end) == 0 &&
            bin_len == KEY_LEN && end == text + len;
+}
+
+/* Write data (mode 0600, fsynced) to a file that has no name until it is linked as name
+ * in dir (O_TMPFILE; where a filesystem lacks it, a temporary name that the next change of
+ * the vault removes should this process die first): a process killed before the link
+ * leaves no copy behind. 0, or -1 with errno (EEXIST: name exists and was left as it is). */
+static int write_unnamed(int dir, const void *data, size_t len, const char *name)
+{
+    int fd = openat(dir, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+    char fallback[64] = "";
+    if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
+        snprintf(fallback, sizeof(fallback), "%s.%d.tmp", name, (int)getpid());
+        (void)unlinkat(dir, fallback, 0);
+        fd = openat(dir, fallback, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    }
+    if (fd < 0)
+        return -1;
+    int r = pdk_write_all(fd, data, len) < 0 || fsync(fd) < 0 ? -1 : 0;
+    if (r == 0) {
+        pdk_crash_point("vault-file-written");
+        if (fallback[0]) {
+            r = linkat(dir, fallback, dir, name, 0);
+        } else {
+            char proc[64];
+            snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+            r = linkat(AT_FDCWD, proc, dir, name, AT_SYMLINK_FOLLOW);
+        }
+    }
+    int e = errno;
+    close(fd);
+    if (fallback[0])
+        unlinkat(dir, fallback, 0);
+    errno = e;
+    return r;
 }
 
 /* The key from PADDOCK_VAULT_KEY, PADDOCK_VAULT_KEY_FD, or STATE/vault.key (made when
@@ -83,7 +146,7 @@ static int load_key(pdk_vault *v, bool create, pdk_error *err)
         sodium_memzero(buf, sizeof(buf));
         return 0;
     }
-    int fd = open(v->key_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    int fd = pdk_open_regular_at(AT_FDCWD, v->key_path, O_RDONLY, 0);
     if (fd >= 0) {
         struct stat st;
         ssize_t n = -1;
@@ -101,6 +164,11 @@ static int load_key(pdk_vault *v, bool create, pdk_error *err)
             return pdk_error_set(err, 0, "%s is not a vault key (32 bytes)", v->key_path);
         return 0;
     }
+    if (errno == ENXIO || errno == EISDIR || errno == ELOOP)
+        return pdk_error_set(err, 0,
+                             "%s is not a regular file, so not a vault key (remove it if you "
+                             "made it; the vault cannot be read without its key)",
+                             v->key_path);
     if (errno != ENOENT)
         return pdk_error_set(err, errno, "cannot read %s", v->key_path);
     if (access(v->path, F_OK) == 0)
@@ -110,24 +178,18 @@ static int load_key(pdk_vault *v, bool create, pdk_error *err)
                              v->path, v->key_path);
     if (!create)
         return 1; /* no key and no vault: an empty vault, read-only */
-    /* Made once: written aside, then linked into place (a second paddock making one at the
-     * same time reads the winner's). */
+    /* Made once: written to a file without a name, then linked into place (a second
+     * paddock making one at the same time reads the winner's). A kill at any moment leaves
+     * no copy of the key behind. */
     randombytes_buf(v->key, KEY_LEN);
-    _cleanup_free_ char *tmp = xasprintf("%s.%d.tmp", v->key_path, (int)getpid());
-    int t = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (t < 0)
-        return pdk_error_set(err, errno, "cannot create %s", tmp);
-    bool ok = pdk_write_all(t, v->key, KEY_LEN) == 0 && fsync(t) == 0;
-    close(t);
-    int linked = ok ? link(tmp, v->key_path) : -1;
-    int e = errno;
-    unlink(tmp);
-    if (!ok)
-        return pdk_error_set(err, e, "cannot write %s", v->key_path);
-    if (linked < 0 && e == EEXIST)
-        return load_key(v, false, err); /* someone else's is there now */
-    if (linked < 0)
-        return pdk_error_set(err, e, "cannot create %s", v->key_path);
+    _cleanup_close_ int dir = open(v->state_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (dir < 0 || write_unnamed(dir, v->key, KEY_LEN, "vault.key") < 0) {
+        if (dir >= 0 && errno == EEXIST)
+            return load_key(v, false, err); /* someone else's is there now */
+        return pdk_error_set(err, errno, "cannot create %s", v->key_path);
+    }
+    if (pdk_fsync_dir(dir) < 0)
+        return pdk_error_set(err, errno, "cannot make %s durable", v->key_path);
     return 0;
 }
 
@@ -138,7 +200,12 @@ static int load(pdk_vault *v, pdk_error *err)
     v->secrets = NULL;
     _cleanup_free_ char *data = NULL;
     size_t len = 0;
-    if (pdk_read_file_at(AT_FDCWD, v->path, &data, &len, FILE_MAX) < 0) {
+    if (pdk_read_regular_file_at(AT_FDCWD, v->path, &data, &len, FILE_MAX) < 0) {
+        if (errno == ENXIO || errno == EISDIR || errno == ELOOP)
+            return pdk_error_set(err, 0,
+                                 "the vault %s is not a regular file (remove it if you made it; "
+                                 "nothing was changed)",
+                                 v->path);
         if (errno != ENOENT)
             return pdk_error_set(err, errno, "cannot read the vault %s", v->path);
         v->secrets = json_object();
@@ -196,14 +263,60 @@ static int save(pdk_vault *v, pdk_error *err)
         (const unsigned char *)MAGIC, MAGIC_LEN, NULL, out + MAGIC_LEN, v->key);
     sodium_memzero(text, plen);
     free(text);
+    /* Written without a name, linked as VAULT_NEW (the one moment a kill leaves a copy:
+     * the next change removes it, under the same lock) and renamed over the vault. */
     _cleanup_close_ int dir = open(v->state_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    int r = dir < 0 ? -1
-                    : pdk_write_file_atomic(dir, "vault", out, MAGIC_LEN + NONCE_LEN + clen, 0600,
-                                            true);
+    int r = dir < 0 ? -1 : 0;
+    if (r == 0 && unlinkat(dir, VAULT_NEW, 0) < 0 && errno != ENOENT)
+        r = -1;
+    if (r == 0)
+        r = write_unnamed(dir, out, MAGIC_LEN + NONCE_LEN + clen, VAULT_NEW);
     free(out);
+    if (r == 0) {
+        pdk_crash_point("vault-linked");
+        r = renameat(dir, VAULT_NEW, dir, "vault");
+        if (r < 0) {
+            int e = errno;
+            unlinkat(dir, VAULT_NEW, 0);
+            errno = e;
+        }
+    }
     if (r < 0)
         return pdk_error_set(err, errno, "cannot write the vault %s (it is as it was)", v->path);
+    if (pdk_fsync_dir(dir) < 0)
+        return pdk_error_set(err, errno, "the vault %s was written but may not be on the disk yet",
+                             v->path);
     return 0;
+}
+
+/* What a writer killed half-way left beside the vault (the lock is held): the new vault
+ * it had linked but not renamed yet, and the temporary files of earlier versions (a key
+ * aside, .paddock.PID.N.tmp) whose process is gone. Each could hold secrets removed
+ * since. */
+static void remove_leftovers(pdk_vault *v)
+{
+    _cleanup_close_ int fd = open(v->state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d)
+        return;
+    fd = -1; /* closedir closes it */
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        const char *name = de->d_name;
+        long pid = 0;
+        if (strcmp(name, VAULT_NEW) == 0) {
+            (void)unlinkat(dirfd(d), name, 0);
+            continue;
+        }
+        if (pdk_str_has_prefix(name, "vault.key."))
+            pid = strtol(name + strlen("vault.key."), NULL, 10);
+        else if (pdk_str_has_prefix(name, ".paddock."))
+            pid = strtol(name + strlen(".paddock."), NULL, 10);
+        if (pid > 0 && pid != getpid() && pdk_str_has_suffix(name, ".tmp") &&
+            kill((pid_t)pid, 0) < 0 && errno == ESRCH)
+            (void)unlinkat(dirfd(d), name, 0);
+    }
+    closedir(d);
 }
 
 /* The lock, held while a change is read, made and written. */
@@ -227,6 +340,7 @@ int pdk_vault_open(const char *state_dir, bool create, pdk_vault **out, pdk_erro
     *out = NULL;
     if (sodium_init() < 0)
         return pdk_error_set(err, EIO, "libsodium cannot be initialised");
+    pdk_vault_wipe_json_memory();
     pdk_vault *v = xcalloc(1, sizeof(*v));
     v->state_dir = xstrdup(state_dir);
     v->path = pdk_path_join(state_dir, "vault");
@@ -265,6 +379,7 @@ static int change(pdk_vault *v, change_fn fn, void *arg, pdk_error *err)
     int fd = lock(v, err);
     if (fd < 0)
         return -1;
+    remove_leftovers(v);
     int r = load(v, err);
     if (r == 0)
         r = fn(v, arg, err);

@@ -8,9 +8,11 @@
  * File format: "PDKVAULT1\n", a 24-byte nonce, then the ciphertext of a JSON object
  * {"secrets": {NAME: {"kind", "value", "created_ns", "used_ns"}}}, the header being the
  * additional data. Every change is a read-modify-write under an exclusive lock of
- * STATE/vault.lock, written to a temporary file, fsynced and renamed over the vault: a
- * crash leaves the old vault or the new one, and a vault that cannot be read (corrupt,
- * another key) is never written over.
+ * STATE/vault.lock, written to a file without a name (O_TMPFILE), fsynced, linked as
+ * STATE/vault.new and renamed over the vault: a crash leaves the old vault or the new
+ * one, a kill leaves at most vault.new (removed by the next change), and a vault that
+ * cannot be read (corrupt, another key) is never written over. The key is made the same
+ * way, linked straight into place. Memory jansson frees is wiped.
  */
 #ifndef PADDOCK_VAULT_H
 #define PADDOCK_VAULT_H
@@ -30,6 +32,11 @@ typedef struct pdk_vault pdk_vault;
  * vault without a key is an error either way). An absent vault is empty. */
 int pdk_vault_open(const char *state_dir, bool create, pdk_vault **out, pdk_error *err);
 void pdk_vault_close(pdk_vault *vault);
+
+/* From here on, every block jansson frees is wiped first (the vault's plaintext passes
+ * through its buffers). Once per process, before any thread but the caller uses jansson
+ * (paddock's main does it first; pdk_vault_open does it too). */
+void pdk_vault_wipe_json_memory(void);
 
 /* Whether name is a valid secret name: 1-128 of A-Z a-z 0-9 . _ - */
 bool pdk_vault_name_valid(const char *name);

@@ -533,8 +533,10 @@ for l in sys.stdin:
 session_dirs() {
     # Sessions an unnamed run retired (".removing.*", out of sight) are removed by the next
     # run while its sandbox starts; t_session_layer checks that they do not pile up. Spare
-    # session directories (".spare.N", made ahead for the next run) are no sessions either.
-    ls -A "$STATE/sessions" 2>/dev/null | grep -v -e '^\.removing\.' -e '^\.spare\.[0-9]*$'
+    # session directories (".spare.N", made ahead for the next run) are no sessions either,
+    # nor a session being made (".claim.PID.N") or the marker of an unnamed run (".running.ID").
+    ls -A "$STATE/sessions" 2>/dev/null |
+        grep -v -e '^\.removing\.' -e '^\.spare\.[0-9]*$' -e '^\.claim\.' -e '^\.running\.'
 }
 
 # start_bg FIFO_NAME ARGS...: paddock run ARGS in the background with stdout on a fifo that

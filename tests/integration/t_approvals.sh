@@ -137,7 +137,7 @@ expect_eq "and it verifies" 0 "$RC"
 # A state store of the previous schema (1: approvals without the request column) is
 # brought to the current one when opened, keeping its rows.
 old="$T/old-state"
-mkdir -p "$old"
+mkdir -m 700 "$old"
 sqlite3 "$old/paddock.db" "PRAGMA journal_mode=WAL;
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE audit (seq INTEGER PRIMARY KEY, time_ns INTEGER NOT NULL, session TEXT,

@@ -12,7 +12,8 @@ command -v bwrap >/dev/null 2>&1 || skip_all "bubblewrap missing (scripts/bootst
 U=65534
 UT=$(mktemp -d /var/tmp/paddock-nested.XXXXXX) && cleanup_path "$UT"
 chmod 0755 "$UT"
-mkdir -p "$UT/ws" "$UT/home/.ssh" "$UT/state" "$UT/hidden"
+mkdir -p "$UT/ws" "$UT/home/.ssh" "$UT/hidden"
+mkdir -m 700 "$UT/state"
 echo "not a key" >"$UT/home/.ssh/id_ed25519"
 echo "hidden by read_deny" >"$UT/hidden/file"
 chown -R "$U:$U" "$UT/ws" "$UT/home" "$UT/state" "$UT/hidden"

@@ -11,7 +11,8 @@ U=65534
 # Everything the user needs lives beneath a directory it can reach and own.
 UT=$(mktemp -d /var/tmp/paddock-user.XXXXXX) && cleanup_path "$UT"
 chmod 0755 "$UT"
-mkdir -p "$UT/ws/.git" "$UT/home/.ssh" "$UT/state"
+mkdir -p "$UT/ws/.git" "$UT/home/.ssh"
+mkdir -m 700 "$UT/state"
 echo "[core]" >"$UT/ws/.git/config"
 echo "original" >"$UT/ws/a.txt"
 echo "not a key" >"$UT/home/.ssh/id_ed25519"
