@@ -12,6 +12,7 @@
 . "$(dirname "$0")/lib.sh"
 need_userns
 
+IN_NS=() # how to look at the state dir (in the test's mount namespace, for the tmpfs)
 FILES=120
 SIZE=$((256 << 10)) # each
 KILLS=25
@@ -132,16 +133,26 @@ kill_commits() {
     expect_eq "$label: ... with the session's files" "$FILES 0" \
         "$(ls "$WS" | grep -c '^f[0-9]*$') $(grep -l '^old$' "$WS"/f* 2>/dev/null | wc -l)"
     expect_eq "$label: ... and nothing of its own left behind" "" \
-        "$(temp_files; ls -d "$STATE/sessions/big/commit-tmp" "$STATE/sessions/big/commit-journal" 2>/dev/null)"
+        "$(temp_files; "${IN_NS[@]}" ls -d "$STATE/sessions/big/commit-tmp" \
+            "$STATE/sessions/big/commit-journal" 2>/dev/null)"
     pdk discard big
 }
 
 kill_commits "state dir beside the workspace" yes
 
-# The state dir on another filesystem (a tmpfs): a rename cannot cross.
-SHM=$(mktemp -d /dev/shm/paddock-t.XXXXXX) || skip_all "no /dev/shm"
-cleanup_path "$SHM"
-STATE="$SHM/state"
-mkdir -m 700 "$STATE"
+# The state dir on another filesystem: a tmpfs in a mount namespace of this test's own
+# (held by a process it started), which every paddock of this part runs in.
+unshare -m true 2>/dev/null || skip_all "no mount namespaces (unshare -m)"
+mkdir "$T/tmpfs"
+unshare -m --propagation private sleep infinity &
+NS_PID=$!
+track_pid "$NS_PID"
+nsenter -t "$NS_PID" -m -- mount -t tmpfs -o size=512m,mode=0700 paddock-test "$T/tmpfs" ||
+    bail_out "cannot mount a tmpfs in the test's own mount namespace"
+printf '#!/bin/sh\nexec nsenter -t %s -m -- "%s" "$@"\n' "$NS_PID" "$PADDOCK" >"$T/paddock-in-ns"
+chmod 755 "$T/paddock-in-ns"
+PADDOCK="$T/paddock-in-ns"
+STATE="$T/tmpfs/state"
 export PADDOCK_STATE_DIR="$STATE"
+IN_NS=(nsenter -t "$NS_PID" -m --)
 kill_commits "state dir on another filesystem" no
