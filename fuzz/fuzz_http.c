@@ -14,7 +14,9 @@
  *     reason, the end;
  *   - libhttp-parser and the scanner never disagree on a boundary;
  *   - a head serialised by pdk_http_head_serialize() parses again to the same method,
- *     destination, framing and end-to-end fields.
+ *     destination, framing and end-to-end fields;
+ *   - the stream read as a request body (pdk_http_looks_like_request_line) is decided the
+ *     same by every prefix that decides it, and by the whole.
  * Leaks are ASan's. Built with -fsanitize=fuzzer (fuzz/meson.build, -Dfuzz=true) and,
  * without libFuzzer, as fuzz-http-replay (replay.c) for the committed corpus.
  */
@@ -209,6 +211,29 @@ static char *run(const struct setup *s, const char *data, size_t size, uint32_t 
     return pdk_buf_steal(&log);
 }
 
+/* The stream as a request body (pdk_http_looks_like_request_line): a whole body is always
+ * decided, and once a prefix is decided every longer prefix, and the whole, decides the
+ * same. */
+static void check_request_line(const char *body, size_t size)
+{
+    int whole = pdk_http_looks_like_request_line(body, size, true);
+    check(whole == 0 || whole == 1);
+    int decided = -1;
+    for (size_t n = 0; n <= size; n = n < 512 ? n + 1 : (n < size ? size : n + 1)) {
+        int r = pdk_http_looks_like_request_line(body, n, false);
+        check(r >= -1 && r <= 1);
+        if (decided >= 0)
+            check(r == decided);
+        else if (r >= 0)
+            decided = r;
+        int c = pdk_http_looks_like_request_line(body, n, true);
+        check(c == 0 || c == 1);
+        if (r >= 0)
+            check(c == r);
+    }
+    check(decided < 0 || decided == whole);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1)
@@ -238,5 +263,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     free(whole);
     free(bytes);
     free(pieces);
+    check_request_line(stream, size);
     return 0;
 }

@@ -1,4 +1,5 @@
-/* cmd_audit.c: paddock audit [--session S] [--since T] [--follow] [--json] | verify | export */
+/* cmd_audit.c: paddock audit [--session S] [--since T] [--follow] [--json] | verify | export |
+ * acknowledge-truncation */
 #include "cli.h"
 
 #include "../libpaddock/audit.h"
@@ -7,6 +8,7 @@
 
 #include <getopt.h>
 #include <inttypes.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +19,7 @@ static const char usage[] =
     "usage: paddock audit [--session ID] [--since WHEN] [--follow] [--json]\n"
     "       paddock audit verify [--json]\n"
     "       paddock audit export [--session ID] [--since WHEN]\n"
+    "       paddock audit acknowledge-truncation [--json]\n"
     "\n"
     "The audit log: every session start and end, command decision, approval and workspace\n"
     "review, in the state store, hash-chained.\n"
@@ -25,6 +28,11 @@ static const char usage[] =
     "verify  recompute the hash chain; exit 0 only when it is intact, else 1 naming the first\n"
     "        row that was edited, deleted or moved\n"
     "export  the events as JSON lines (as --json)\n"
+    "acknowledge-truncation\n"
+    "        after verify found the log cut short (rows deleted from its end, whether or\n"
+    "        not others were added since) and you know why: record that in the log (an\n"
+    "        audit.truncation_acknowledged event, with who and what was found) and take its\n"
+    "        present end as the end to hold from now on; until then verify fails\n"
     "\n"
     "  --session ID   only that session's events\n"
     "  --since WHEN   only events from WHEN on: a duration back from now (10m, 2h, 1d) or\n"
@@ -77,6 +85,68 @@ static int parse_since(const char *s, int64_t *out_ns)
         return -1;
     *out_ns = (int64_t)timegm(&tm) * 1000000000;
     return 0;
+}
+
+/* A log cut short is said on stderr by every listing (verify fails on it). */
+static void warn_if_cut(pdk_store *store)
+{
+    char problem[512];
+    pdk_error err = {0};
+    if (pdk_audit_check_end(store, problem, sizeof(problem), &err) == 1)
+        fprintf(stderr, "paddock: warning: %s\n", problem);
+}
+
+/* "uid 1000 (alice) via paddock audit acknowledge-truncation" */
+static char *who(void)
+{
+    struct passwd *pw = getpwuid(getuid());
+    return xasprintf("uid %d%s%s%s via paddock audit acknowledge-truncation", (int)getuid(),
+                     pw ? " (" : "", pw ? pw->pw_name : "", pw ? ")" : "");
+}
+
+static int acknowledge(int argc, char **argv)
+{
+    bool json = false;
+    int early = pdk_cli_parse_json_help(argc, argv, usage, &json);
+    if (early >= 0)
+        return early;
+    if (optind < argc)
+        return pdk_cli_usage_error("audit acknowledge-truncation", "unexpected argument '%s'",
+                                   argv[optind]);
+    pdk_store *store = NULL;
+    int r = pdk_cli_open_store(true, &store);
+    if (r != PDK_EXIT_OK)
+        return r;
+    pdk_audit_acknowledgement ack;
+    pdk_error err = {0};
+    _cleanup_free_ char *by = who();
+    if (pdk_audit_acknowledge_truncation(store, by, &ack, &err) < 0) {
+        pdk_store_close(store);
+        return pdk_cli_fail(&err, PDK_EXIT_FAILED);
+    }
+    if (json) {
+        json_t *o = json_pack("{s:b}", "acknowledged", ack.acknowledged);
+        json_object_set_new(o, "recorded_end",
+                            ack.acknowledged && ack.recorded_seq >= 0
+                                ? json_integer(ack.recorded_seq)
+                                : json_null());
+        json_object_set_new(o, "found_end",
+                            ack.acknowledged ? json_integer(ack.found_seq) : json_null());
+        json_object_set_new(o, "event_seq",
+                            ack.acknowledged ? json_integer(ack.event_seq) : json_null());
+        json_object_set_new(o, "problem",
+                            ack.acknowledged ? json_string(ack.problem) : json_null());
+        pdk_cli_print_json(o);
+    } else if (!ack.acknowledged) {
+        printf("the audit log reaches its recorded end: nothing to acknowledge\n");
+    } else {
+        printf("acknowledged: %s\n", ack.problem);
+        printf("recorded as row %" PRId64 " (audit.truncation_acknowledged); the log's end is "
+               "held from there on\n",
+               ack.event_seq);
+    }
+    pdk_store_close(store);
+    return PDK_EXIT_OK;
 }
 
 /* The store, with what runs spooled folded in. */
@@ -156,6 +226,7 @@ static int list(int argc, char **argv, bool force_json)
     int r = pdk_cli_open_store(true, &store);
     if (r != PDK_EXIT_OK)
         return r;
+    warn_if_cut(store);
     pdk_error err = {0};
     _cleanup_free_ char *state = NULL;
     if (follow && pdk_cli_state_dir(false, &state, &err) < 0) {
@@ -187,5 +258,7 @@ int pdk_cmd_audit(int argc, char **argv)
         return verify(argc - 1, argv + 1);
     if (argc >= 2 && strcmp(argv[1], "export") == 0)
         return list(argc - 1, argv + 1, true);
+    if (argc >= 2 && strcmp(argv[1], "acknowledge-truncation") == 0)
+        return acknowledge(argc - 1, argv + 1);
     return list(argc, argv, false);
 }

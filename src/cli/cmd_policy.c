@@ -30,7 +30,8 @@ static const char usage[] =
     "        With --url: what the network rules decide for that request (method GET\n"
     "        unless --method says otherwise). Without --policy, the built-in default.\n"
     "lint    report every problem of a policy file at once, as FILE:LINE:COLUMN: message;\n"
-    "        exits 1 when there is one.\n"
+    "        exits 1 when there is one. Warnings (FILE:LINE: warning: message: valid, but\n"
+    "        likely not meant, such as a rule for 127.0.0.1 without host_loopback) do not.\n"
     "default print the built-in default policy (a starting point for a file).\n"
     "import  convert an Anthropic sandbox-runtime settings file into a paddock policy (on\n"
     "        stdout, or written to OUT); what it cannot carry over is said on stderr and kept\n"
@@ -267,27 +268,42 @@ static int lint(int argc, char **argv)
     pdk_policy_diags diags = {0};
     pdk_error err = {0};
     int r = pdk_policy_load_file(file, &ctx, &policy, &diags, &err);
+    pdk_policy_diags warnings = {0};
+    if (r == 0)
+        pdk_policy_warnings(policy, &warnings);
     pdk_policy_free(policy);
     if (r < 0 && diags.count == 0)
         return pdk_cli_fail(&err, PDK_EXIT_FAILED); /* unreadable */
     if (json) {
-        json_t *problems = json_array();
-        for (size_t i = 0; i < diags.count; i++) {
-            const pdk_policy_diag *d = &diags.items[i];
-            json_array_append_new(problems, json_pack("{s:i, s:i, s:s}", "line", d->line, "column",
-                                                      d->column, "message", d->message));
-        }
-        pdk_cli_print_json(
-            json_pack("{s:s, s:b, s:o}", "file", file, "ok", r == 0, "problems", problems));
-    } else if (r == 0) {
-        printf("%s: ok\n", file);
+        json_t *lists[2] = {json_array(), json_array()};
+        const pdk_policy_diags *from[2] = {&diags, &warnings};
+        for (size_t l = 0; l < 2; l++)
+            for (size_t i = 0; i < from[l]->count; i++) {
+                const pdk_policy_diag *d = &from[l]->items[i];
+                json_array_append_new(lists[l],
+                                      json_pack("{s:i, s:i, s:s}", "line", d->line, "column",
+                                                d->column, "message", d->message));
+            }
+        pdk_cli_print_json(json_pack("{s:s, s:b, s:o, s:o}", "file", file, "ok", r == 0, "problems",
+                                     lists[0], "warnings", lists[1]));
     } else {
         for (size_t i = 0; i < diags.count; i++) {
             _cleanup_free_ char *line = pdk_policy_diag_format(&diags.items[i]);
             printf("%s\n", line);
         }
+        for (size_t i = 0; i < warnings.count; i++) {
+            /* "FILE:LINE: warning: message": the policy still loads */
+            pdk_policy_diag w = warnings.items[i];
+            _cleanup_free_ char *message = xasprintf("warning: %s", w.message);
+            w.message = message;
+            _cleanup_free_ char *line = pdk_policy_diag_format(&w);
+            printf("%s\n", line);
+        }
+        if (r == 0)
+            printf("%s: ok%s\n", file, warnings.count ? " (with warnings)" : "");
     }
     pdk_policy_diags_free(&diags);
+    pdk_policy_diags_free(&warnings);
     return r == 0 ? PDK_EXIT_OK : PDK_EXIT_FAILED;
 }
 

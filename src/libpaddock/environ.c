@@ -113,8 +113,11 @@ char **pdk_environ_build(char *const *host_env, const pdk_policy *policy,
                                                   "http_proxy", "https_proxy", "all_proxy"};
             for (size_t i = 0; i < sizeof(proxies) / sizeof(*proxies); i++)
                 env_set(&env, proxies[i], extra->proxy_url);
-            env_set(&env, "NO_PROXY", "");
-            env_set(&env, "no_proxy", "");
+            /* The sandbox's loopback is its own (a dev server, its tests): never through
+             * the gateway. Each form for the clients that read it: curl and Go take the
+             * CIDR, Python's urllib "[::1]", requests and Go "::1". */
+            env_set(&env, "NO_PROXY", PDK_ENVIRON_NO_PROXY);
+            env_set(&env, "no_proxy", PDK_ENVIRON_NO_PROXY);
         }
         if (extra->ca_bundle) {
             static const char *const cas[] = {"SSL_CERT_FILE",      "CURL_CA_BUNDLE",

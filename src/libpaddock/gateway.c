@@ -70,6 +70,7 @@ void pdk__gw_conn_free(gw_conn *c)
     json_decref(c->placeholders_left);
     pdk__gw_response_free(c);
     pdk_buf_free_secret(&c->rewrite);
+    pdk_buf_free_secret(&c->first_line);
     free(c->captured_host);
     free(c->host);
     free(c->path);
@@ -83,8 +84,20 @@ void pdk__gw_conn_free(gw_conn *c)
     free(c);
 }
 
+/* Every TCP socket of the gateway sends what it is given at once: a head, then its body,
+ * then the next request are small writes in a row, and with Nagle's algorithm each would
+ * wait for the ACK of the one before, which the peer delays (40 ms) while it waits for the
+ * rest of a message. Writes queued in one callback still go out as one (bufferevents write
+ * from the loop). */
+static void send_at_once(evutil_socket_t fd)
+{
+    int one = 1;
+    (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
 gw_conn *pdk__gw_conn_new(pdk_gateway *g, conn_kind kind, evutil_socket_t fd)
 {
+    send_at_once(fd); /* the sandbox's side: proxy, captured and DNS over TCP connections */
     gw_conn *c = xcalloc(1, sizeof(*c));
     c->g = g;
     c->id = ++g->next_conn_id;
@@ -378,12 +391,35 @@ static bool address_allowed(gw_conn *c, const struct sockaddr *sa, socklen_t len
         snprintf(why, why_size, "an address of an unknown family");
         return false;
     }
-    if (trusted || pdk_net_rules_names_exactly(c->g->rules, c->host))
-        return true;
+    if (trusted)
+        return true; /* a `resolve` target: the policy's own choice */
     pdk_ip_class cls = pdk_ip_classify(&ip);
-    if (pdk_ip_class_allowed_by_default(cls))
-        return true;
     char desc[PDK_IP_DESCRIBE_MAX];
+    if (cls == PDK_IP_LOOPBACK || cls == PDK_IP_UNSPECIFIED) {
+        /* The host's loopback: the sandbox's own 127.0.0.1 is another one (NO_PROXY), and a
+         * rule reaches the host's only when it says so. */
+        bool pinned_request = c->req && c->req->method_id != HTTP_CONNECT;
+        pdk_net_request nr = {.scheme = c->req ? c->req->scheme : "https",
+                              .host = c->host,
+                              .port = c->port,
+                              .method = pinned_request ? c->req->method : NULL,
+                              .path = pinned_request ? c->path : NULL};
+        if (pdk_net_rules_host_loopback(c->g->rules, &nr))
+            return true;
+        pdk_ip_describe(&ip, desc, sizeof(desc));
+        char text[PDK_IP_TEXT_MAX];
+        pdk_ip_format(&ip, text, sizeof(text));
+        bool literal = strcmp(text, c->host) == 0; /* else a name that resolved to it */
+        int w = snprintf(why, why_size,
+                         "%.100s%s%s of the host, which only a rule with host_loopback: true "
+                         "reaches (the sandbox's own loopback is reached directly, without the "
+                         "proxy)",
+                         literal ? "" : c->host, literal ? "" : ": ", desc);
+        (void)w; /* cut at why_size: one line still */
+        return false;
+    }
+    if (pdk_ip_class_allowed_by_default(cls) || pdk_net_rules_names_exactly(c->g->rules, c->host))
+        return true;
     pdk_ip_describe(&ip, desc, sizeof(desc));
     int w = snprintf(why, why_size, "%.200s is %s: only a rule naming this exact host may reach it",
                      c->host, desc);
@@ -434,7 +470,9 @@ static void connect_to(gw_conn *c, const struct sockaddr *sa, socklen_t len)
         _cleanup_free_ char *what =
             xasprintf("cannot connect to %s:%u", c->host, (unsigned)c->port);
         pdk__gw_upstream_failed(c, what);
+        return;
     }
+    send_at_once(bufferevent_getfd(c->upstream)); /* the upstream's side (tunnels too) */
 }
 
 static void on_resolved(int result, struct evutil_addrinfo *res, void *arg)
@@ -628,6 +666,10 @@ void pdk__gw_next_request(gw_conn *c)
     c->request_done = c->response_done = false;
     c->status = 0;
     c->rewrite_body = false;
+    c->websocket = false;
+    c->close_upstream = false;
+    c->holding_first_line = false;
+    pdk_buf_free_secret(&c->first_line);
     json_decref(c->credentials_used);
     c->credentials_used = NULL;
     json_decref(c->placeholders_left);
@@ -648,7 +690,10 @@ static void request_complete(gw_conn *c)
     json_object_set_new(ev, "status", json_integer(c->status));
     pdk__gw_audit(c->g, "net.response", ev);
     pdk_http_head *resp = pdk_http_parser_head(c->responses);
-    bool keep = c->req->keep_alive && resp && resp->keep_alive && !c->upstream_eof;
+    /* A request sent with "Connection: close" (close_upstream) ends its upstream connection,
+     * not the client's. */
+    bool keep = c->req->keep_alive && resp && (resp->keep_alive || c->close_upstream) &&
+                (!c->upstream_eof || c->close_upstream);
     /* An upgrade the upstream did not take (no 101): the connection stays HTTP. */
     if (keep && c->req->upgrade && pdk_http_parser_resume(c->requests) < 0)
         keep = false;
@@ -656,7 +701,48 @@ static void request_complete(gw_conn *c)
         pdk__gw_close_after_flush(c);
         return;
     }
+    if (c->close_upstream) {
+        bufferevent_free(c->upstream); /* the next request gets a connection of its own */
+        c->upstream = NULL;
+        free(c->up_host);
+        c->up_host = NULL;
+        pdk_http_parser_free(c->responses);
+        c->responses = NULL;
+    }
     pdk__gw_next_request(c);
+}
+
+/* A body whose first line reads as a request line is refused (false): an upstream that
+ * does not read this request's body (an endpoint that ignores Content-Length) would take it
+ * for its next request, one no rule judged. Nothing of the request has gone upstream. */
+static bool body_first_line_safe(gw_conn *c, const char *body, size_t len)
+{
+    if (pdk_http_looks_like_request_line(body, len, true) != 1)
+        return true;
+    c->verdict.decision = PDK_DECISION_DENY;
+    pdk__gw_refuse(c, 400, "Bad Request",
+                   "the body begins with an HTTP request line: an upstream that does not read "
+                   "this request's body would take it for another request");
+    return false;
+}
+
+/* The held head and first body bytes (holding_first_line): decided once the first line is
+ * whole, the body ended, or the bound is reached; then sent upstream in one write, or
+ * refused. False when the request was refused. */
+static bool release_first_line(gw_conn *c, bool complete)
+{
+    const char *body = c->first_line.data + c->first_line_head;
+    size_t len = c->first_line.len - c->first_line_head;
+    int verdict = pdk_http_looks_like_request_line(body, len, complete);
+    if (verdict < 0)
+        return true; /* more to come */
+    if (!body_first_line_safe(c, body, len))
+        return false;
+    evbuffer_add(bufferevent_get_output(c->upstream), c->first_line.data, c->first_line.len);
+    c->up_bytes += c->first_line.len;
+    pdk_buf_free_secret(&c->first_line);
+    c->holding_first_line = false;
+    return true;
 }
 
 /* Request body bytes and the end of the request, from the client's buffer. */
@@ -679,6 +765,10 @@ static void forward_request_body(gw_conn *c)
                 return;
             }
             pdk_buf_append(&c->rewrite, r.body, r.body_len);
+        } else if (e == PDK_HTTP_BODY && c->holding_first_line) {
+            pdk_buf_append(&c->first_line, r.body, r.body_len);
+            if (!release_first_line(c, false))
+                return;
         } else if (e == PDK_HTTP_BODY) {
             struct evbuffer *up = bufferevent_get_output(c->upstream);
             evbuffer_add(up, r.body, r.body_len);
@@ -691,10 +781,18 @@ static void forward_request_body(gw_conn *c)
             }
         } else if (e == PDK_HTTP_MESSAGE_COMPLETE) {
             c->request_done = true;
+            if (c->holding_first_line && !release_first_line(c, true))
+                return;
             if (c->rewrite_body) { /* the whole body is here: now the head, and it */
                 pdk_buf msg = {0};
                 if (!pdk__gw_rewritten_request(c, &msg))
                     return; /* refused (and answered) instead */
+                const char *end = msg.data ? memmem(msg.data, msg.len, "\r\n\r\n", 4) : NULL;
+                if (end &&
+                    !body_first_line_safe(c, end + 4, msg.len - (size_t)(end + 4 - msg.data))) {
+                    pdk_buf_free_secret(&msg);
+                    return;
+                }
                 evbuffer_add(bufferevent_get_output(c->upstream), msg.data, msg.len);
                 c->up_bytes += msg.len;
                 pdk_buf_free_secret(&msg);
@@ -723,6 +821,18 @@ static void forward_response(gw_conn *c)
         const char *data = avail ? (const char *)evbuffer_pullup(in, (ev_ssize_t)avail) : "";
         pdk_http_result r;
         pdk_http_event e = pdk_http_parse(c->responses, data, avail, &r);
+        if (e == PDK_HTTP_HEAD && r.head->upgrade &&
+            !(c->websocket && r.head->upgrade_protocol &&
+              strcasecmp(r.head->upgrade_protocol, "websocket") == 0)) {
+            /* a 101 that is not the WebSocket upgrade asked for: what follows would be
+             * another protocol, never judged */
+            _cleanup_free_ char *what = xasprintf(
+                "the upstream switched protocols (%d, Upgrade: %.100s), and only a WebSocket "
+                "upgrade the request asked for passes the gateway",
+                r.head->status, r.head->upgrade_protocol ? r.head->upgrade_protocol : "none");
+            pdk__gw_upstream_failed(c, what);
+            return;
+        }
         if (e == PDK_HTTP_HEAD) {
             pdk_buf head = {0};
             if (!pdk__gw_response_head(c, r.head, &head)) { /* refused: answered, closing */
@@ -859,12 +969,28 @@ static void on_upstream_ready(gw_conn *c)
             evbuffer_add_printf(bufferevent_get_output(c->client), "HTTP/1.1 100 Continue\r\n\r\n");
         }
     } else {
+        /* A Content-Length body: its first line is looked at before anything goes up
+         * (forward_request_body), the head held with it; a client waiting for 100 gets it
+         * here. A chunked body cannot read as a request line: it starts with hex digits. */
+        bool hold =
+            c->req->framing == PDK_HTTP_FRAMING_CONTENT_LENGTH && c->req->content_length > 0;
+        if (hold && c->req->expect_continue) {
+            pdk_http_head_remove(c->req, "Expect");
+            evbuffer_add_printf(bufferevent_get_output(c->client), "HTTP/1.1 100 Continue\r\n\r\n");
+        }
         pdk_buf head = {0};
         pdk_http_head_serialize(c->req, &head);
         /* (the credentials went on in pdk__gw_proceed, before the head was recorded) */
-        evbuffer_add(bufferevent_get_output(c->upstream), head.data, head.len);
-        c->up_bytes += head.len;
-        pdk_buf_free(&head);
+        if (hold) {
+            pdk_buf_free_secret(&c->first_line);
+            c->first_line = head;
+            c->first_line_head = head.len;
+            c->holding_first_line = true;
+        } else {
+            evbuffer_add(bufferevent_get_output(c->upstream), head.data, head.len);
+            c->up_bytes += head.len;
+            pdk_buf_free_secret(&head);
+        }
     }
     bufferevent_setcb(c->upstream, upstream_read, upstream_written, upstream_event, c);
     bufferevent_setwatermark(c->upstream, EV_WRITE, TUNNEL_LOW_WATER, 0);
@@ -873,6 +999,53 @@ static void on_upstream_ready(gw_conn *c)
     bufferevent_setwatermark(c->client, EV_WRITE, TUNNEL_LOW_WATER, 0);
     bufferevent_enable(c->client, EV_READ);
     forward_request_body(c); /* what came with the head, or the end of a bodiless one */
+}
+
+/* Whether a method's content has no meaning an upstream is bound to read: RFC 9110 gives
+ * GET, HEAD and OPTIONS content no defined semantics and forbids it in TRACE. */
+static bool body_unexpected(const char *method)
+{
+    static const char *const methods[] = {"GET", "HEAD", "OPTIONS", "TRACE"};
+    for (size_t i = 0; i < PDK_ARRAY_SIZE(methods); i++)
+        if (strcmp(method, methods[i]) == 0)
+            return true;
+    return false;
+}
+
+/* What an upstream could read otherwise than the gateway is made plain (a body whose first
+ * line reads as a request is refused later, in forward_request_body).
+ * A GET (HEAD, OPTIONS, TRACE) with a body, which clients such as the Lark SDK send, goes
+ * upstream with "Connection: close" on an upstream connection never used again: a server
+ * that ignores such bodies reads nothing after them as a request. An Upgrade other than
+ * WebSocket (h2c above all: HTTP/2 frames after a 101, never read) is dropped and the
+ * request goes on as HTTP/1.1; only a WebSocket upgrade may end in a tunnel. */
+static void make_request_plain(gw_conn *c)
+{
+    pdk_http_head *h = c->req;
+    bool has_body = h->framing == PDK_HTTP_FRAMING_CHUNKED ||
+                    (h->framing == PDK_HTTP_FRAMING_CONTENT_LENGTH && h->content_length > 0);
+    c->close_upstream = has_body && body_unexpected(h->method);
+    if (c->close_upstream) {
+        pdk_error ignored = {0};
+        (void)pdk_http_head_set(h, "Connection", "close", &ignored);
+    }
+    c->websocket = false;
+    if (h->upgrade && h->upgrade_protocol) {
+        if (strcasecmp(h->upgrade_protocol, "websocket") == 0) {
+            c->websocket = true;
+        } else {
+            /* (h->upgrade stays: the parser stopped after this message and is resumed) */
+            json_t *ev =
+                json_pack("{s:I, s:I, s:s, s:s}", "conn", (json_int_t)c->id, "seq",
+                          (json_int_t)c->seq, "host", c->host, "upgrade", h->upgrade_protocol);
+            json_object_set_new(ev, "dropped",
+                                json_string("only a WebSocket upgrade passes the gateway"));
+            pdk__gw_audit(c->g, "net.upgrade_dropped", ev);
+            pdk_http_head_remove(h, "Upgrade");
+            free(h->upgrade_protocol);
+            h->upgrade_protocol = NULL;
+        }
+    }
 }
 
 /* The request head is read: judge it and act. */
@@ -929,6 +1102,8 @@ static void start_request(gw_conn *c)
             return;
         }
     }
+    if (!connect)
+        make_request_plain(c);
     pdk_net_request nr = {.scheme = h->scheme, .host = c->host, .port = c->port};
     if (!connect) {
         const char *why = NULL;
@@ -1162,10 +1337,16 @@ static void on_capture_accept(struct evconnlistener *l, evutil_socket_t fd, stru
     }
     uint32_t addr = ntohl(local.sin_addr.s_addr);
     const char *name = pdk_dns_table_find_name(g->names, addr);
+    char text[INET_ADDRSTRLEN] = "";
+    inet_ntop(AF_INET, &local.sin_addr, text, sizeof(text));
+    if (!name && (addr >> 24) == 127) {
+        /* The sandbox's own loopback on a captured port, where nothing inside can listen
+         * (the capture listener holds the port): a connection for the host's loopback,
+         * which only a rule with host_loopback reaches; judged like any other. */
+        name = text;
+    }
     if (!name) {
-        /* 127.0.0.1 on a captured port, or a fake address never handed out */
-        char text[INET_ADDRSTRLEN] = "";
-        inet_ntop(AF_INET, &local.sin_addr, text, sizeof(text));
+        /* a fake address never handed out */
         json_t *ev =
             json_pack("{s:s, s:i, s:s}", "address", text, "port", (int)ntohs(local.sin_port),
                       "refused", "not an address the DNS stub handed out");

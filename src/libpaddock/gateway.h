@@ -103,7 +103,7 @@ typedef struct pdk_gateway_module {
     char *(*ca_pem)(const char *state_dir, pdk_error *err);
 } pdk_gateway_module;
 
-#define PDK_GATEWAY_ABI    4 /* (4: pdk_credential has replace_in_headers, allow_plain_http) */
+#define PDK_GATEWAY_ABI    5 /* (5: pdk_net_rule has host_loopback) */
 #define PDK_GATEWAY_SYMBOL "pdk_gateway_module_v1"
 
 /* In paddock (gateway_module.c): the module next to the executable, or in the installed

@@ -43,6 +43,7 @@
 #include <linux/netlink.h>
 #include <linux/sock_diag.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
@@ -50,6 +51,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -178,6 +180,15 @@ struct gw_conn {
     uint64_t up_bytes, down_bytes;
     int status;
     bool request_done, response_done;
+    bool websocket; /* the request asks for a WebSocket upgrade: only then may a 101 pass */
+    /* a GET (HEAD, OPTIONS, TRACE) with a body: sent with "Connection: close", and its
+     * upstream connection never used again */
+    bool close_upstream;
+    /* A Content-Length body's first line is looked at before anything goes upstream: the
+     * serialised head (first_line_head bytes) and the body so far wait in first_line. */
+    bool holding_first_line;
+    pdk_buf first_line;
+    size_t first_line_head;
     /* The upstream connection, kept for the next request to the same host:port. */
     char *up_host;
     uint16_t up_port;

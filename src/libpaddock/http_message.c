@@ -31,6 +31,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define DEFAULT_MAX_HEAD_BYTES   (64 * 1024)
 #define DEFAULT_MAX_HEADERS      100
@@ -1745,6 +1746,55 @@ pdk_http_event pdk_http_parse_eof(pdk_http_parser *p, pdk_http_result *out)
     default:
         abort();
     }
+}
+
+/* ---- Bodies that read as requests ---- */
+
+static bool is_blank(unsigned char c)
+{
+    return c == ' ' || c == '\t';
+}
+
+int pdk_http_looks_like_request_line(const char *data, size_t len, bool complete)
+{
+    const unsigned char *p = (const unsigned char *)data;
+    bool cut = len >= PDK_HTTP_REQUEST_LINE_SNIFF_MAX; /* what follows never counts */
+    if (cut) {
+        len = PDK_HTTP_REQUEST_LINE_SNIFF_MAX;
+        complete = true;
+    }
+    size_t i = 0;
+    while (i < len && (p[i] == '\r' || p[i] == '\n'))
+        i++;
+    size_t method = i;
+    while (i < len && is_tchar(p[i]))
+        i++;
+    size_t method_len = i - method;
+    if (i == len) /* a token so far, or nothing but line ends */
+        return complete ? 0 : -1;
+    if (method_len == 0 || !is_blank(p[i]))
+        return 0;
+    while (i < len && is_blank(p[i]))
+        i++;
+    if (i == len)
+        return complete ? 0 : -1;
+    if (p[i] != '/' && p[i] != '*' && p[i] != 'h' && p[i] != 'H')
+        return 0;
+    const unsigned char *lf = memchr(p + i, '\n', len - i);
+    if (!lf && (!complete || cut))
+        return complete ? 0 : -1;             /* a line over the bound is none a server takes */
+    size_t end = lf ? (size_t)(lf - p) : len; /* a whole body ends its line */
+    if (end > i && p[end - 1] == '\r')
+        end--;
+    while (end > i && is_blank(p[end - 1]))
+        end--;
+    /* the target and whatever follows it: words separated by blanks */
+    size_t last = end;
+    while (last > i && !is_blank(p[last - 1]))
+        last--;
+    if (last > i) /* several words: the request line of HTTP/1.x ends in its version */
+        return end - last >= 5 && strncasecmp((const char *)p + last, "HTTP/", 5) == 0;
+    return method_len == 3 && memcmp(p + method, "GET", 3) == 0; /* HTTP/0.9 */
 }
 
 /* ---- Serialising ---- */

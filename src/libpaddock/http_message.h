@@ -252,4 +252,16 @@ size_t pdk_http_head_remove(pdk_http_head *head, const char *name);
  * is forwarded as it came. Ends with the empty line. */
 void pdk_http_head_serialize(const pdk_http_head *head, pdk_buf *out);
 
+/* Whether a request body's first bytes read as an HTTP request line, which an upstream that
+ * does not read this body (an endpoint ignoring Content-Length) would take for its next
+ * request: after any CR and LF, a token, blanks (SP or HTAB), a target starting with "/",
+ * "*" or "http", and a line that ends in blanks and "HTTP/..." (or, HTTP/0.9, a GET with
+ * nothing after its target). 1: it does; 0: it does not; -1: not known yet (the line is
+ * not complete in these len bytes and complete is false: give more; a complete body ends
+ * its line). Decides as soon as it
+ * can (a body starting with "{" at its first byte); a line longer than
+ * PDK_HTTP_REQUEST_LINE_SNIFF_MAX is not a request line. */
+#define PDK_HTTP_REQUEST_LINE_SNIFF_MAX (64 * 1024)
+int pdk_http_looks_like_request_line(const char *data, size_t len, bool complete);
+
 #endif

@@ -1,6 +1,7 @@
 /* net_rules.c: see net_rules.h. */
 #include "net_rules.h"
 
+#include "net_address.h"
 #include "util.h"
 
 #include <ctype.h>
@@ -132,33 +133,55 @@ static bool unreserved(int c)
     return isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~';
 }
 
-/* RFC 3986 5.2.4, on a path that starts with "/" (in place). */
+/* The length of a segment's name: what comes before its parameters (";" or an escaped
+ * one), which servers that take path parameters (Tomcat, Jetty, Spring) strip. */
+static size_t segment_name_length(const char *segment, size_t length)
+{
+    for (size_t i = 0; i < length; i++)
+        if (segment[i] == ';' ||
+            (segment[i] == '%' && i + 2 < length && segment[i + 1] == '3' && segment[i + 2] == 'B'))
+            return i;
+    return length;
+}
+
+/* Whether a segment (length bytes) is "." (1) or ".." (2), or 0. With parameters too
+ * ("..;", "..;jsessionid=1", ".%3Bx"): a server that strips them walks up as for "..". */
+static int dot_segment(const char *segment, size_t length)
+{
+    size_t name = segment_name_length(segment, length);
+    if (name == 1 && segment[0] == '.')
+        return 1;
+    if (name == 2 && segment[0] == '.' && segment[1] == '.')
+        return 2;
+    return 0;
+}
+
+/* RFC 3986 5.2.4, on a path that starts with "/" (in place), dot segments with parameters
+ * counted as dot segments. */
 static void remove_dot_segments(char *path)
 {
-    char *out = path; /* output end; the output always starts with "/" */
-    const char *in = path;
+    char *out = path;      /* the output so far: "" or "/segment..." */
+    const char *in = path; /* at the "/" before the next segment */
     while (*in) {
-        if (in[0] == '/' && in[1] == '.' && (in[2] == '/' || in[2] == '\0')) {
-            in += 2; /* "/./" -> "/", "/." at the end -> "/" */
-            if (!*in) {
-                *out++ = '/';
-                break;
-            }
-            continue;
-        }
-        if (in[0] == '/' && in[1] == '.' && in[2] == '.' && (in[3] == '/' || in[3] == '\0')) {
-            in += 3;
+        const char *segment = in + 1;
+        const char *end = strchrnul(segment, '/');
+        size_t length = (size_t)(end - segment);
+        int dots = dot_segment(segment, length);
+        if (dots == 2) {
             while (out > path && *--out != '/') {
             }
-            if (!*in) {
+        }
+        if (dots) {
+            if (!*end) { /* "/a/.." and "/a/." end with a "/" */
                 *out++ = '/';
                 break;
             }
+            in = end;
             continue;
         }
-        do
-            *out++ = *in++;
-        while (*in && *in != '/');
+        memmove(out, in, length + 1); /* the "/" and the segment; out never passes in */
+        out += length + 1;
+        in = end;
     }
     if (out == path)
         *out++ = '/';
@@ -188,11 +211,25 @@ static bool hidden_dot_segments(const char *path)
     for (const char *seg = s; seg && *seg && !found;) {
         const char *slash = strchr(seg, '/');
         size_t n = slash ? (size_t)(slash - seg) : strlen(seg);
-        found = (n == 1 && seg[0] == '.') || (n == 2 && seg[0] == '.' && seg[1] == '.');
+        found = dot_segment(seg, n) != 0;
         seg = slash ? slash + 1 : NULL;
     }
     pdk_buf_free(&b);
     return found;
+}
+
+char *pdk_net_path_without_parameters(const char *path)
+{
+    pdk_buf b = {0};
+    for (const char *segment = path; *segment;) {
+        const char *end = strchrnul(segment + 1, '/');
+        size_t length = (size_t)(end - segment) - 1; /* after its "/" */
+        pdk_buf_append(&b, segment, 1 + segment_name_length(segment + 1, length));
+        segment = end;
+    }
+    char *out = b.data ? b.data : xstrdup("/");
+    remove_dot_segments(out);
+    return out;
 }
 
 char *pdk_net_path_normalize(const char *target, char **query, const char **why)
@@ -204,9 +241,8 @@ char *pdk_net_path_normalize(const char *target, char **query, const char **why)
         *why = "the path does not start with \"/\"";
         return NULL;
     }
-    const char *q = strchr(target, '?');
-    const char *hash = strchr(target, '#');
-    size_t len = q ? (size_t)(q - target) : hash ? (size_t)(hash - target) : strlen(target);
+    size_t len = strcspn(target, "?#"); /* the path ends at the query or the fragment */
+    const char *q = target[len] == '?' ? target + len : NULL;
     pdk_buf b = {0};
     for (size_t i = 0; i < len; i++) {
         char c = target[i];
@@ -248,17 +284,14 @@ char *pdk_net_path_normalize(const char *target, char **query, const char **why)
         free(path);
         return NULL;
     }
-    if (query && q) {
-        const char *qend = hash && hash > q ? hash : q + strlen(q);
-        *query = xstrndup(q + 1, (size_t)(qend - q - 1));
-    }
+    if (query && q)
+        *query = xstrndup(q + 1, strcspn(q + 1, "#"));
     return path;
 }
 
 /* ---- judging ---- */
 
-void pdk_net_rules_judge(const pdk_net_rules *rules, const pdk_net_request *req,
-                         pdk_net_verdict *out)
+static void judge_path(const pdk_net_rules *rules, const pdk_net_request *req, pdk_net_verdict *out)
 {
     /* Connection level: full rules hold for any request; partial ones for some. */
     int full = -1, partial_max = -1, partial_min = 4;
@@ -331,6 +364,26 @@ void pdk_net_rules_judge(const pdk_net_rules *rules, const pdk_net_request *req,
                           : "the network default";
 }
 
+void pdk_net_rules_judge(const pdk_net_rules *rules, const pdk_net_request *req,
+                         pdk_net_verdict *out)
+{
+    judge_path(rules, req, out);
+    if (!req->path || (!strchr(req->path, ';') && !strstr(req->path, "%3B")))
+        return;
+    /* Path parameters: a server that strips them serves "/admin;x/y" as "/admin/y". The
+     * stricter of the two readings holds. */
+    _cleanup_free_ char *bare = pdk_net_path_without_parameters(req->path);
+    if (strcmp(bare, req->path) == 0)
+        return;
+    pdk_net_request stripped = *req;
+    stripped.path = bare;
+    pdk_net_verdict other;
+    judge_path(rules, &stripped, &other);
+    if (other.decision > out->decision ||
+        (other.decision == out->decision && out->rule < 0 && other.rule >= 0))
+        *out = other; /* the stricter; at a tie, a rule's reason over the default's */
+}
+
 bool pdk_net_rules_could_reach(const pdk_net_rules *rules, const char *host)
 {
     if (rules->default_decision != PDK_DECISION_DENY)
@@ -349,6 +402,32 @@ bool pdk_net_rules_names_exactly(const pdk_net_rules *rules, const char *host)
             strcmp(rules->rules[i].host, host) == 0)
             return true;
     return false;
+}
+
+bool pdk_net_rules_host_loopback(const pdk_net_rules *rules, const pdk_net_request *req)
+{
+    for (size_t i = 0; i < rules->count; i++) {
+        const pdk_net_rule *r = &rules->rules[i];
+        if (!r->host_loopback || r->decision == PDK_DECISION_DENY || strcmp(r->host, req->host) ||
+            (r->port && r->port != req->port) ||
+            (req->scheme && r->schemes && !pdk_strv_contains(r->schemes, req->scheme)) ||
+            (req->method && r->methods && !pdk_strv_contains(r->methods, req->method)) ||
+            (req->path && r->path && !pdk_net_path_matches(r->path, req->path)))
+            continue;
+        return true;
+    }
+    return false;
+}
+
+bool pdk_net_host_is_loopback(const char *host)
+{
+    pdk_ip ip;
+    if (pdk_ip_parse_host(host, &ip) == PDK_HOST_ADDRESS) {
+        pdk_ip_class cls = pdk_ip_classify(&ip);
+        return cls == PDK_IP_LOOPBACK || cls == PDK_IP_UNSPECIFIED;
+    }
+    size_t n = strlen(host);
+    return strcmp(host, "localhost") == 0 || (n > 10 && strcmp(host + n - 10, ".localhost") == 0);
 }
 
 bool pdk_net_rules_is_passthrough(const pdk_net_rules *rules, const char *host)

@@ -38,6 +38,10 @@ typedef struct pdk_net_rule {
     pdk_decision decision;
     char *reason; /* may be NULL */
     bool quiet;   /* a deny rule whose refusals are recorded, not shown */
+    /* The rule reaches the loopback of the machine paddock runs on (host_loopback: true):
+     * only such a rule lets a request to 127.0.0.0/8, ::1, 0.0.0.0 or a name resolving to
+     * one of them (localhost) leave the sandbox; host is exact, never a pattern. */
+    bool host_loopback;
 } pdk_net_rule;
 
 /* An upstream override: connections for host:port go to to_host:to_port instead (tests,
@@ -93,13 +97,21 @@ bool pdk_net_path_matches(const char *glob, const char *path);
 
 /* The path of a request target for matching (new string): "%XX" of unreserved characters
  * decoded, other escapes upper-cased, "." and ".." segments removed (RFC 3986 5.2.4), the
- * query cut off into *query (new string, or NULL). NULL when the path is not acceptable,
- * with *why: not starting with "/", a bad or NUL escape, or dot segments hidden behind an
- * encoded slash or backslash ("/a/%2e%2e%2fb"), which an upstream that decodes them would
- * route elsewhere than the rules saw. */
+ * query cut off into *query (new string, or NULL). A segment whose name before its
+ * parameters (";...", "%3B...") is "." or ".." is a dot segment too: "/v1/..;/admin/x" is
+ * "/admin/x", as servers that strip path parameters serve it. NULL when the path is not
+ * acceptable, with *why: not starting with "/", a bad or NUL escape, or dot segments hidden
+ * behind an encoded slash or backslash ("/a/%2e%2e%2fb"), which an upstream that decodes
+ * them would route elsewhere than the rules saw. */
 char *pdk_net_path_normalize(const char *target, char **query, const char **why);
 
-/* Judge a request (method and path given) or a connection (both NULL). */
+/* A normalised path with every segment's parameters (from ";" or "%3B" to the end of the
+ * segment) removed, then its dot segments: "/admin;x/y" is "/admin/y" (new string). */
+char *pdk_net_path_without_parameters(const char *path);
+
+/* Judge a request (method and path given) or a connection (both NULL). A path with
+ * parameters is judged as it is and without them (pdk_net_path_without_parameters): the
+ * stricter decision holds. */
 void pdk_net_rules_judge(const pdk_net_rules *rules, const pdk_net_request *req,
                          pdk_net_verdict *out);
 
@@ -108,8 +120,19 @@ void pdk_net_rules_judge(const pdk_net_rules *rules, const pdk_net_request *req,
 bool pdk_net_rules_could_reach(const pdk_net_rules *rules, const char *host);
 
 /* Whether an allow or ask rule names host exactly (not by a glob): only then may the host's
- * address be loopback, private, link-local or metadata. */
+ * address be private, link-local or metadata (loopback: pdk_net_rules_host_loopback). */
 bool pdk_net_rules_names_exactly(const pdk_net_rules *rules, const char *host);
+
+/* Whether an allow or ask rule with host_loopback names req's host exactly and matches the
+ * rest of what is known of req (port, scheme, method, path): only then may a connection
+ * for req go to the host's loopback (a loopback or unspecified address). */
+bool pdk_net_rules_host_loopback(const pdk_net_rules *rules, const pdk_net_request *req);
+
+/* Whether a host as a rule writes it stands for the host's loopback when the gateway
+ * connects to it: a loopback or unspecified address literal, "localhost" or a name under
+ * ".localhost". For `paddock policy lint`: such a rule without host_loopback reaches
+ * nothing. */
+bool pdk_net_host_is_loopback(const char *host);
 
 /* Whether host is to be tunnelled without interception. */
 bool pdk_net_rules_is_passthrough(const pdk_net_rules *rules, const char *host);

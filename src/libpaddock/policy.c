@@ -1751,9 +1751,9 @@ static void handle_network_default(parse_state *st, const char *field, yaml_node
 
 static void network_rule(parse_state *st, const char *field, yaml_node_t *n)
 {
-    static const key_spec keys[] = {{"host", NULL},    {"port", NULL}, {"scheme", NULL},
-                                    {"methods", NULL}, {"path", NULL}, {"decision", NULL},
-                                    {"reason", NULL},  {"quiet", NULL}};
+    static const key_spec keys[] = {{"host", NULL},    {"port", NULL},  {"scheme", NULL},
+                                    {"methods", NULL}, {"path", NULL},  {"decision", NULL},
+                                    {"reason", NULL},  {"quiet", NULL}, {"host_loopback", NULL}};
     yaml_node_t *v[PDK_ARRAY_SIZE(keys)];
     if (!mapping_values(st, field, n, keys, PDK_ARRAY_SIZE(keys), v))
         return;
@@ -1815,6 +1815,16 @@ static void network_rule(parse_state *st, const char *field, yaml_node_t *n)
     r.reason = why ? xstrdup(why) : NULL;
     if (v[7] && !parse_quiet(st, field, v[7], decided, r.decision, &r.quiet))
         ok = false;
+    _cleanup_free_ char *fl = xasprintf("%s.host_loopback", field);
+    if (v[8] && !parse_bool(st, fl, v[8], &r.host_loopback))
+        ok = false;
+    if (r.host_loopback && r.host && strchr(r.host, '*')) {
+        diag_node(st, v[8],
+                  "%s: a rule that reaches the host's loopback names its host exactly (e.g. "
+                  "127.0.0.1 or localhost), not a pattern",
+                  fl);
+        ok = false;
+    }
     pdk_net_rules *rules = &st->policy->network;
     if (!ok) {
         pdk_net_rule_clear(&r);
@@ -2725,6 +2735,29 @@ void pdk_policy_diags_free(pdk_policy_diags *diags)
     free(diags->items);
     diags->items = NULL;
     diags->count = 0;
+}
+
+void pdk_policy_warnings(const pdk_policy *policy, pdk_policy_diags *out)
+{
+    *out = (pdk_policy_diags){0};
+    const pdk_net_rules *net = &policy->network;
+    for (size_t i = 0; i < net->count; i++) {
+        const pdk_net_rule *r = &net->rules[i];
+        if (r->host_loopback || r->decision == PDK_DECISION_DENY ||
+            !pdk_net_host_is_loopback(r->host))
+            continue;
+        out->items = xrealloc(out->items, (out->count + 1) * sizeof(*out->items));
+        out->items[out->count++] = (pdk_policy_diag){
+            .file = xstrdup(policy->source ? policy->source : "<policy>"),
+            .line = policy->net_rule_lines ? policy->net_rule_lines[i] : 0,
+            .message = xasprintf(
+                "network.rules[%zu]: %s is a loopback host, and this rule reaches nothing: "
+                "the sandbox's own loopback is reached directly (NO_PROXY), never through "
+                "the gateway (add host_loopback: true for a service on the host's loopback, "
+                "or map a name to it with resolve)",
+                i, r->host),
+        };
+    }
 }
 
 char *pdk_policy_diag_format(const pdk_policy_diag *diag)

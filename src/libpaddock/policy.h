@@ -220,6 +220,13 @@ int pdk_policy_load_file(const char *path, const pdk_policy_context *ctx, pdk_po
 
 void pdk_policy_free(pdk_policy *policy);
 
+/* What a policy that loaded says that is likely not what its author means (for `paddock
+ * policy lint`): out is reset and gets one diagnostic each, in file order (free with
+ * pdk_policy_diags_free). Now: a network rule naming a loopback host (127.0.0.1, ::1,
+ * localhost...) without host_loopback, which reaches nothing: the sandbox's own loopback
+ * never goes through the gateway, and the host's needs host_loopback: true. */
+void pdk_policy_warnings(const pdk_policy *policy, pdk_policy_diags *out);
+
 /* Size with optional unit: "512", "64K", "2M", "2G", "1T" (powers of 1024), "2GiB", "2GB"
  * also accepted. Returns 0 or -1 (EINVAL, ERANGE). */
 int pdk_parse_size(const char *s, int64_t *out_bytes);

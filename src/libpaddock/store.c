@@ -11,10 +11,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/sysmacros.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
-#define SCHEMA_VERSION 2
+#define SCHEMA_VERSION 3
 #define SQLITE_SONAME  "libsqlite3.so.0"
 
 pdk__sqlite_api pdk__sqlite;
@@ -47,6 +50,7 @@ static int load_sqlite(pdk_error *err)
 struct pdk_store {
     sqlite3 *db;
     char *path;
+    char *state_dir;
 };
 
 static const char schema[] =
@@ -60,6 +64,7 @@ static const char schema[] =
     "  prev_hash TEXT NOT NULL,"
     "  hash TEXT NOT NULL);"
     "CREATE INDEX IF NOT EXISTS audit_session ON audit (session, seq);"
+    "CREATE INDEX IF NOT EXISTS audit_time ON audit (time_ns);"
     "CREATE TABLE IF NOT EXISTS approvals ("
     "  id TEXT PRIMARY KEY,"
     "  session TEXT,"
@@ -80,18 +85,34 @@ static const char schema[] =
     "  last_hash TEXT NOT NULL);";
 
 /* The pid holding a POSIX lock on byte offset of path, or 0. SQLite's unix VFS takes
- * fcntl locks: in WAL mode the writer's lock is a byte of the -shm file. */
+ * fcntl locks: in WAL mode the writer's lock is a byte of the -shm file. Read from
+ * /proc/locks, not asked with F_GETLK: that needs a descriptor of the file, and closing it
+ * would drop every POSIX lock this process holds on it (those of its own connections). */
 static pid_t lock_holder(const char *path, off_t offset)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
+    struct stat st;
+    if (stat(path, &st) < 0)
         return 0;
-    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = offset, .l_len = 1};
-    pid_t pid = 0;
-    if (fcntl(fd, F_GETLK, &fl) == 0 && fl.l_type != F_UNLCK)
-        pid = fl.l_pid;
-    close(fd);
-    return pid;
+    _cleanup_fclose_ FILE *f = fopen("/proc/locks", "re");
+    if (!f)
+        return 0;
+    char line[256];
+    while (fgets(line, sizeof(line), f)) {
+        char type[16], rw[16], end[32];
+        unsigned maj, min;
+        unsigned long long ino, start;
+        int pid;
+        if (strstr(line, "->") || sscanf(line, "%*d: %15s %*s %15s %d %x:%x:%llu %llu %31s", type,
+                                         rw, &pid, &maj, &min, &ino, &start, end) != 8)
+            continue;
+        if (strcmp(type, "POSIX") != 0 || strcmp(rw, "WRITE") != 0 || ino != st.st_ino ||
+            maj != major(st.st_dev) || min != minor(st.st_dev))
+            continue;
+        unsigned long long last = strcmp(end, "EOF") == 0 ? ~0ULL : strtoull(end, NULL, 10);
+        if (start <= (unsigned long long)offset && (unsigned long long)offset <= last)
+            return (pid_t)pid;
+    }
+    return 0;
 }
 
 int pdk_store_error(pdk_store *store, pdk_error *err, const char *what)
@@ -142,10 +163,114 @@ static int schema_version(pdk_store *store, int *version, pdk_error *err)
     *version = 0;
     if (sqlite3_prepare_v2(store->db, "PRAGMA user_version", -1, &st, NULL) != SQLITE_OK)
         return pdk_store_error(store, err, "reading the state store's version");
-    if (sqlite3_step(st) == SQLITE_ROW)
+    int r = sqlite3_step(st);
+    if (r == SQLITE_ROW)
         *version = sqlite3_column_int(st, 0);
     sqlite3_finalize(st);
+    if (r != SQLITE_ROW)
+        return pdk_store_error(store, err, "reading the state store's version");
     return 0;
+}
+
+/* Whether the database file is in WAL mode (asking changes nothing). */
+static int in_wal_mode(pdk_store *store, bool *wal, pdk_error *err)
+{
+    sqlite3_stmt *st = NULL;
+    *wal = false;
+    if (sqlite3_prepare_v2(store->db, "PRAGMA journal_mode", -1, &st, NULL) != SQLITE_OK)
+        return pdk_store_error(store, err, "reading the state store's journal mode");
+    int r = sqlite3_step(st);
+    if (r == SQLITE_ROW) {
+        const unsigned char *mode = sqlite3_column_text(st, 0);
+        *wal = mode && strcmp((const char *)mode, "wal") == 0;
+    }
+    sqlite3_finalize(st);
+    if (r != SQLITE_ROW)
+        return pdk_store_error(store, err, "reading the state store's journal mode");
+    return 0;
+}
+
+int pdk_store_lock(pdk_store *store, pdk_error *err)
+{
+    _cleanup_free_ char *path = pdk_path_join(store->state_dir, PDK_STORE_LOCK_FILE);
+    int fd = open(path, O_RDWR | O_CREAT | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        return pdk_error_set(err, errno, "cannot open the state store's lock %s", path);
+    uint64_t deadline = pdk_now_monotonic_ns() + (uint64_t)PDK_STORE_BUSY_MS * 1000000u;
+    long pause_ns = 1000000;
+    while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+        int e = errno;
+        if (e == EINTR)
+            continue;
+        if (e != EWOULDBLOCK || pdk_now_monotonic_ns() >= deadline) {
+            close(fd);
+            if (e != EWOULDBLOCK)
+                return pdk_error_set(err, e, "cannot lock the state store's lock %s", path);
+            return pdk_error_set(err, 0,
+                                 "the state store's lock %s stayed held by another process for "
+                                 "more than %d s; try again",
+                                 path, PDK_STORE_BUSY_MS / 1000);
+        }
+        struct timespec pause = {0, pause_ns};
+        nanosleep(&pause, NULL);
+        if (pause_ns < 16000000)
+            pause_ns *= 2;
+    }
+    return fd;
+}
+
+/* 0 -> 3 (nothing yet: every table), 1 -> 2 (approvals of network requests: the request
+ * column), 2 -> 3 (an index on the events' time: verify looks for an event recorded twice). */
+static int migrate(pdk_store *store, int version, pdk_error *err)
+{
+    static const char to_2[] = "ALTER TABLE approvals ADD COLUMN request TEXT;";
+    static const char to_3[] = "CREATE INDEX IF NOT EXISTS audit_time ON audit (time_ns);";
+    const char *what = "creating the state store's tables";
+    if (version == 0)
+        return exec_sql(store, schema, err, what);
+    if (version < 2 && exec_sql(store, to_2, err, what) < 0)
+        return -1;
+    return exec_sql(store, to_3, err, what);
+}
+
+/* Under the store's lock, so that it is done once, by one process, while the others wait
+ * (two processes turning a new database to WAL at once: one fails at once with "database
+ * is locked", SQLite's busy handler never called). */
+static int set_up(pdk_store *store, pdk_error *err)
+{
+    _cleanup_close_ int lock = pdk_store_lock(store, err);
+    if (lock < 0)
+        return pdk_error_prefix(err, "setting up the state store");
+    bool wal = false;
+    if (in_wal_mode(store, &wal, err) < 0)
+        return -1;
+    if (!wal) {
+        if (exec_sql(store, "PRAGMA journal_mode=WAL", err, "setting up the state store") < 0 ||
+            in_wal_mode(store, &wal, err) < 0)
+            return -1;
+        if (!wal)
+            return pdk_error_set(err, 0,
+                                 "setting up the state store %s: SQLite cannot use WAL mode "
+                                 "there (a file system without shared memory?); use a state "
+                                 "dir on a local file system",
+                                 store->path);
+    }
+    if (pdk_store_begin(store, err) < 0)
+        return -1;
+    int version = 0;
+    if (schema_version(store, &version, err) < 0) { /* again: inside the write lock */
+        pdk_store_rollback(store);
+        return -1;
+    }
+    if (version < SCHEMA_VERSION) {
+        _cleanup_free_ char *bump = xasprintf("PRAGMA user_version=%d", SCHEMA_VERSION);
+        if (migrate(store, version, err) < 0 ||
+            exec_sql(store, bump, err, "creating the state store's tables") < 0) {
+            pdk_store_rollback(store);
+            return -1;
+        }
+    }
+    return pdk_store_commit(store, err);
 }
 
 int pdk_store_open(const char *state_dir, bool create, pdk_store **out, pdk_error *err)
@@ -155,16 +280,20 @@ int pdk_store_open(const char *state_dir, bool create, pdk_store **out, pdk_erro
         return -1;
     pdk_store *store = xcalloc(1, sizeof(*store));
     store->path = pdk_path_join(state_dir, PDK_STORE_FILE);
+    store->state_dir = xstrdup(state_dir);
     int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW |
                 (create ? SQLITE_OPEN_CREATE : 0);
     if (create) {
-        /* Made 0600 before SQLite opens it (SQLite would use the umask). */
-        int fd = open(store->path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-        if (fd < 0) {
+        /* Made 0600 before SQLite opens it (SQLite would use the umask). Only when it is
+         * not there: closing a descriptor of a database this process has open would drop
+         * the POSIX locks SQLite holds on it. */
+        int fd = open(store->path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0 && errno != EEXIST) {
             pdk_error_set(err, errno, "cannot create the state store %s", store->path);
             goto fail;
         }
-        close(fd);
+        if (fd >= 0)
+            close(fd);
     }
     if (sqlite3_open_v2(store->path, &store->db, flags, NULL) != SQLITE_OK) {
         if (!store->db) {
@@ -181,12 +310,15 @@ int pdk_store_open(const char *state_dir, bool create, pdk_store **out, pdk_erro
     }
     sqlite3_busy_timeout(store->db, PDK_STORE_BUSY_MS);
     sqlite3_extended_result_codes(store->db, 0);
-    /* journal_mode=WAL persists in the file; the others are per connection. */
-    if (exec_sql(store, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;",
-                 err, "setting up the state store") < 0)
+    /* Per connection: no lock taken. */
+    if (exec_sql(store, "PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;", err,
+                 "setting up the state store") < 0)
         goto fail;
+    /* Set up already (WAL mode persists in the file, the schema's version in its header):
+     * the usual case, read without any write lock. */
+    bool wal = false;
     int version = 0;
-    if (schema_version(store, &version, err) < 0)
+    if (in_wal_mode(store, &wal, err) < 0 || schema_version(store, &version, err) < 0)
         goto fail;
     if (version > SCHEMA_VERSION) {
         pdk_error_set(err, 0,
@@ -195,20 +327,8 @@ int pdk_store_open(const char *state_dir, bool create, pdk_store **out, pdk_erro
                       store->path, version, SCHEMA_VERSION);
         goto fail;
     }
-    if (version < SCHEMA_VERSION) {
-        if (pdk_store_begin(store, err) < 0)
-            goto fail;
-        /* 0: nothing yet. 1 -> 2: approvals of network requests (the request column). */
-        const char *step = version == 0 ? schema : "ALTER TABLE approvals ADD COLUMN request TEXT;";
-        if (exec_sql(store, step, err, "creating the state store's tables") < 0 ||
-            exec_sql(store, "PRAGMA user_version=2", err, "creating the state store's tables") <
-                0) {
-            pdk_store_rollback(store);
-            goto fail;
-        }
-        if (pdk_store_commit(store, err) < 0)
-            goto fail;
-    }
+    if ((!wal || version < SCHEMA_VERSION) && set_up(store, err) < 0)
+        goto fail;
     *out = store;
     return 0;
 fail:
@@ -223,6 +343,7 @@ void pdk_store_close(pdk_store *store)
     if (store->db)
         sqlite3_close(store->db);
     free(store->path);
+    free(store->state_dir);
     free(store);
 }
 
@@ -234,6 +355,11 @@ sqlite3 *pdk_store_db(const pdk_store *store)
 const char *pdk_store_path(const pdk_store *store)
 {
     return store->path;
+}
+
+const char *pdk_store_state_dir(const pdk_store *store)
+{
+    return store->state_dir;
 }
 
 int pdk_store_begin(pdk_store *store, pdk_error *err)

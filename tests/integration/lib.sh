@@ -622,6 +622,22 @@ start_abstract_listener() {
     export LISTEN_PID
 }
 
+# start_port_server VAR CMD [ARGS...]: a server of the test (CMD prints the port it
+# listens on as its first line, then serves); the port in VAR, its pid in PORT_SERVER_PID
+# (tracked: killed on exit).
+start_port_server() {
+    local var=$1 fifo="$T/.port-server.$RANDOM" port=""
+    shift
+    mkfifo "$fifo"
+    "$@" >"$fifo" &
+    PORT_SERVER_PID=$!
+    track_pid "$PORT_SERVER_PID"
+    IFS= read -r -t 30 port <"$fifo"
+    rm -f "$fifo"
+    [ -n "$port" ] || bail_out "a server of the test did not start: $1 ${2:0:80}"
+    printf -v "$var" '%s' "$port"
+}
+
 # ---- workspace helpers -------------------------------------------------------------------
 
 # The snapshot of a directory tree: type, mode, link target and content hash of every entry,
@@ -722,14 +738,7 @@ finish_asked() {
 # start_upstream VAR [ARGS...]: upstream.py on 127.0.0.1 (ARGS: --tls CERT KEY, --log FILE,
 # --git ROOT); its port in VAR.
 start_upstream() {
-    local var=$1 fifo="$T/.upstream.$RANDOM"
+    local var=$1
     shift
-    mkfifo "$fifo"
-    "$PYTHON" "$PADDOCK_TOP/tests/integration/upstream.py" "$@" >"$fifo" &
-    track_pid $!
-    local port=""
-    IFS= read -r -t 30 port <"$fifo"
-    rm -f "$fifo"
-    [ -n "$port" ] || bail_out "the test upstream did not start"
-    printf -v "$var" '%s' "$port"
+    start_port_server "$var" "$PYTHON" "$PADDOCK_TOP/tests/integration/upstream.py" "$@"
 }

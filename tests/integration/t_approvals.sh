@@ -134,8 +134,8 @@ print(" ".join(out))')"
 pdk audit verify
 expect_eq "and it verifies" 0 "$RC"
 
-# A state store of the previous schema (1: approvals without the request column) is
-# brought to the current one when opened, keeping its rows.
+# A state store of an older schema (1: approvals without the request column, nor the index
+# on the events' time of 3) is brought to the current one when opened, keeping its rows.
 old="$T/old-state"
 mkdir -m 700 "$old"
 sqlite3 "$old/paddock.db" "PRAGMA journal_mode=WAL;
@@ -154,5 +154,6 @@ PRAGMA user_version=1;" >/dev/null
 PADDOCK_STATE_DIR="$old" pdk approvals --json
 expect_eq "a schema-1 store opens, its requests listed" "0 00112233aabbccdd" \
     "$RC $(json_get "$OUT" 'j["id"]')"
-expect_eq "... and is brought to schema 2 (the request column)" "2 1" \
-    "$(sqlite3 "$old/paddock.db" 'PRAGMA user_version') $(sqlite3 "$old/paddock.db" "SELECT count(*) FROM pragma_table_info('approvals') WHERE name = 'request'")"
+expect_eq "... and is brought to schema 3 (the request column, the index on the events' time)" \
+    "3 1 1" \
+    "$(sqlite3 "$old/paddock.db" 'PRAGMA user_version') $(sqlite3 "$old/paddock.db" "SELECT count(*) FROM pragma_table_info('approvals') WHERE name = 'request'") $(sqlite3 "$old/paddock.db" "SELECT count(*) FROM sqlite_master WHERE name = 'audit_time'")"

@@ -2,8 +2,10 @@
 # t_audit: the command rules on the command of `paddock run` (allow, confine, deny; ask is in
 # t_approvals) and the audit log they write: every case shows up in `paddock audit` with its decision and
 # rule; `paddock audit verify` passes on the untouched log and names the row after editing,
-# deleting or swapping rows with the sqlite3 CLI, or truncating the log; a spool file
-# edited before it is folded is set aside, not folded.
+# deleting or swapping rows with the sqlite3 CLI, or truncating the log; a log cut short
+# and written on by another run stays found (STATE/audit-head) until acknowledged with
+# `paddock audit acknowledge-truncation`; a spool file edited before it is folded is set
+# aside, not folded.
 . "$(dirname "$0")/lib.sh"
 need_userns
 command -v sqlite3 >/dev/null 2>&1 || bail_out "sqlite3 is missing (scripts/bootstrap installs it)"
@@ -121,6 +123,49 @@ expect_eq "verify: rows deleted at the end are named" "1 8" \
 
 pdk audit verify
 expect_eq "the original stays intact" 0 "$RC"
+
+# Rows deleted from the end and the table's own record of its end edited to match: the end
+# recorded outside the table still finds it, and goes on finding it after another run has
+# written on from the cut, until a human acknowledges it.
+cut="$T/cut"
+cp -a "$STATE" "$cut"
+sqlite3 "$cut/paddock.db" "DELETE FROM audit WHERE seq >= 8; UPDATE meta SET value =
+    (SELECT seq || ' ' || hash FROM audit WHERE seq = 7) WHERE key = 'audit_head'" ||
+    bail_out "sqlite3 failed to cut the log"
+PADDOCK_STATE_DIR="$cut" pdk audit verify --json
+expect_eq "verify: a cut log whose table agrees with itself is found (exit 1, at row 8)" "1 8" \
+    "$RC $(json_get "$OUT" 'j["first_bad_row"]')"
+expect_match "... as cut, saying what to do" \
+    "the log was cut: it reached row 9 .* and ends at row 7 now; .*paddock audit acknowledge-truncation" \
+    "$OUT"
+PADDOCK_STATE_DIR="$cut" wrun -- true
+expect_eq "a run after the cut works" 0 "$RC"
+PADDOCK_STATE_DIR="$cut" pdk audit verify --json
+expect_eq "verify: still found after that run wrote on from the cut (rows 8, 9 anew)" "1 False 9" \
+    "$RC $(json_get "$OUT" '"%s %s" % (j["intact"], j["first_bad_row"])')"
+expect_match "... as cut and written on" "row 9 is not the row audit-head records" "$OUT"
+PADDOCK_STATE_DIR="$cut" pdk audit --json
+expect_eq "paddock audit still lists the events (exit 0)" "0 9" "$RC $(printf '%s\n' "$OUT" | grep -c .)"
+expect_match "... and warns on stderr that the log was cut" "^paddock: warning: the log was cut" "$ERR"
+PADDOCK_STATE_DIR="$cut" pdk audit acknowledge-truncation --json
+expect_eq "acknowledge-truncation records what it found (exit 0)" "0 True 9 9 10" \
+    "$RC $(json_get "$OUT" '"%s %s %s %s" % (j["acknowledged"], j["recorded_end"], j["found_end"], j["event_seq"])')"
+PADDOCK_STATE_DIR="$cut" pdk audit verify
+expect_eq "verify: intact once acknowledged" "0" "$RC"
+PADDOCK_STATE_DIR="$cut" pdk audit --json
+expect_match "... the acknowledgement is in the log, with who made it" \
+    '"by":"uid [0-9]+[^"]* via paddock audit acknowledge-truncation".*"kind":"audit.truncation_acknowledged"' \
+    "$(printf '%s\n' "$OUT" | tail -n 1)"
+PADDOCK_STATE_DIR="$cut" wrun -- true
+PADDOCK_STATE_DIR="$cut" pdk audit verify
+expect_eq "... and the log goes on intact after it" "0" "$RC"
+PADDOCK_STATE_DIR="$cut" pdk audit acknowledge-truncation
+expect_match "acknowledging a log that is not cut does nothing" "nothing to acknowledge" "$OUT"
+pdk audit acknowledge-truncation --help
+expect_match "acknowledge-truncation --help says what it does (exit 0)" \
+    "^0 .*paddock audit acknowledge-truncation \[--json\]" "$RC $OUT"
+pdk audit acknowledge-truncation now
+expect_eq "... and refuses an operand (exit 2)" 2 "$RC"
 
 # A spool file edited before it is folded.
 wrun -- true

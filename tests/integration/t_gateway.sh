@@ -8,7 +8,8 @@
 #     address, the name found again), and a Host that names another host;
 #   - the DNS stub: answers from the policy only, NXDOMAIN (audited) for the rest, a long
 #     random-label exfiltration attempt included;
-#   - loopback through the gateway, in any notation, only when a rule names it;
+#   - the host's loopback through the gateway, in any notation, only when a host_loopback
+#     rule names it (t_gateway_loopback has the sandbox's own loopback);
 #   - CONNECT tunnels to a passthrough host (TLS end to end), refused for others;
 #   - no other way out (other addresses, UDP);
 #   - many concurrent connections; a slow upstream does not stall the others;
@@ -41,7 +42,7 @@ network:
     - {host: api.test, methods: [POST], path: /v1/items, decision: allow}
     - {host: api.test, methods: [DELETE], decision: deny, reason: "deletes are not for agents"}
     - {host: "*.cdn.test", decision: allow}
-    - {host: 127.0.0.1, port: $HTTP_PORT, path: /named/**, decision: allow}
+    - {host: 127.0.0.1, port: $HTTP_PORT, path: /named/**, decision: allow, host_loopback: true}
     - {host: secure.test, decision: allow}
     - {host: slow.test, decision: allow}
     - {host: tls.test, methods: [GET], path: /v1/**, decision: allow}
@@ -163,7 +164,7 @@ expect_match "dns: an allowed name gets a fake address" "^198\.1[89]\.[0-9.]+ +a
 expect_eq "dns: a name no rule allows: NXDOMAIN" "getent rc=2" "$(line dns 2)"
 expect_eq "dns: an exfiltration-shaped name: NXDOMAIN" "exfil rc=2" "$(line dns 3)"
 
-expect_match "loopback: a rule naming 127.0.0.1 and the port lets it through" \
+expect_match "loopback: a host_loopback rule naming 127.0.0.1 and the port lets it through" \
     '"path": "/named/ok".* rc=0' "$(line loopback 1)"
 expect_eq "loopback: outside that rule: 403" "403 rc=0" "$(line loopback 2)"
 expect_eq "loopback: 0x7f.1 is 127.0.0.1 (same rule)" "200 rc=0" "$(line loopback 3)"
@@ -402,16 +403,17 @@ expect_match "Expect: 100-continue with a 3 MB body" '"body_len": 3000000' "$(pr
 expect_match "a chunked request body" '"body_len": 3000000' "$(printf '%s\n' "$OUT" | sed -n 2p)"
 
 # A name that resolves to loopback on the host (localhost, from its hosts file) is refused
-# even by a rule for any host: the check is on the address connected to.
+# even by a rule for any host: the check is on the address connected to (through the
+# proxy: a client that honours NO_PROXY goes to the sandbox's own localhost instead).
 cat >"$T/any.yaml" <<'EOF2'
 version: 1
 network:
   rules:
     - {host: "*", decision: allow}
 EOF2
-wrun --policy "$T/any.yaml" -- curl -sS --max-time 20 "http://localhost:$HTTP_PORT/v1/x"
-expect_match "a name that resolves to 127.0.0.1 is refused unless named" \
-    '"reason":"localhost is 127.0.0.1 is a loopback address' "$OUT"
+wrun --policy "$T/any.yaml" -- env -u NO_PROXY -u no_proxy curl -sS --max-time 20 "http://localhost:$HTTP_PORT/v1/x"
+expect_match "a name that resolves to 127.0.0.1 is refused unless a host_loopback rule names it" \
+    '"reason":"localhost: 127.0.0.1 is a loopback address of the host, which only a rule with host_loopback: true reaches' "$OUT"
 
 # git over HTTPS: clone and push through the intercepting gateway to git http-backend
 # behind a local TLS server.

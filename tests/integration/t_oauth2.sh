@@ -15,8 +15,11 @@ feishu_certs open.feishu.cn other.feishu.test
 app_secret="real-app-secret-$RANDOM$RANDOM$RANDOM"
 first_refresh="ur-first-$RANDOM$RANDOM$RANDOM"
 # A user token lasts 3 s: refreshed when less than half of it remains. Each refresh takes
-# 0.3 s at the server, so that two sessions' refreshes would overlap without the lock.
-start_fake_feishu "$app_secret" --refresh-token "$first_refresh" --user-expire 3 --refresh-delay 0.3
+# 0.3 s at the server, so that two sessions' refreshes would overlap without the lock. The
+# first lasts 60 s: the run right after the first finds it cached however slow the machine
+# is (with 3 s, the 1.5 s it stays fresh were at times gone before that run read).
+start_fake_feishu "$app_secret" --refresh-token "$first_refresh" --user-expire 3 \
+    --first-user-expire 60 --refresh-delay 0.3
 
 set_secret feishu_app_id cli_paddocktest
 set_secret feishu_app_secret "$app_secret"
@@ -86,27 +89,47 @@ expect_eq "the vault holds the rotated refresh token (a token now) and the cache
 wrun --policy "$T/user.yaml" -- curl -sS --max-time 20 -o /dev/null -w '%{http_code}' "$API"
 expect_eq "a second run at once reads with the cached token, no refresh" "200 1" "$OUT $(refreshes)"
 
-# Refreshed before it expires, during a run, and the chain goes on: a run reading for 4 s
-# sees every read work across refreshes (each spends the refresh token the last wrote).
+# Refreshed before it expires, during a run, and the chain goes on: runs reading until the
+# token has been refreshed twice see every read work across refreshes (each spends the
+# refresh token the last wrote). They read until told to stop on their stdin (and have read
+# 5 times at least): the test stops them once the fake has answered two refreshes, not after
+# a fixed time (4 s, counted in whole seconds, was at times too short for two refreshes
+# 1.8 s apart).
 cat >"$WS/reader.sh" <<'EOF2'
-end=$(( $(date +%s) + 4 )); n=0; bad=0
-while [ "$(date +%s)" -lt "$end" ]; do
+n=0; bad=0; stop=0
+until [ "$stop" = 1 ] && [ "$n" -ge 5 ]; do
     code=$(curl -sS --max-time 20 -o /dev/null -w '%{http_code}' "$1")
     [ "$code" = 200 ] || bad=$((bad + 1))
-    n=$((n + 1)); sleep 0.2
+    n=$((n + 1))
+    [ "$stop" = 1 ] || { IFS= read -r -t 0.2 _ && stop=1; }
 done
 echo "$n $bad"
 EOF2
-# Two sessions at once, each reading for 4 s: both refresh as the token nears its end.
+# wait_refreshes N: until the fake has answered N refreshes in all (60 s at most; tail -f
+# follows its log as it grows).
+wait_refreshes() {
+    timeout 60 tail -n +1 -f "$T/fs.log" |
+        grep -m "$1" '"path": "/open-apis/authen/v2/oauth/token"' | [ "$(grep -c .)" -ge "$1" ]
+}
+# Two sessions at once, each reading: both refresh as the token nears its end. The cached
+# token made stale first: from the first refresh on, tokens last 3 s.
+set_secret feishu-user.access_token "u-stale-token $(date +%s)000000000 3000000000"
 before=$(refreshes)
-(cd "$WS" && pdk_run --workspace "$WS" --policy "$T/user.yaml" -- sh reader.sh "$API" \
-    </dev/null >"$T/r1.out" 2>"$T/r1.err") &
+mkfifo "$T/r1.in" "$T/r2.in"
+exec {stop1}<>"$T/r1.in" {stop2}<>"$T/r2.in"
+(cd "$WS" && pdk_run --workspace "$WS" --policy "$T/user.yaml" -- bash reader.sh "$API" \
+    <"$T/r1.in" >"$T/r1.out" 2>"$T/r1.err") &
 r1=$!
-(cd "$WS" && pdk_run --workspace "$WS" --policy "$T/user.yaml" -- sh reader.sh "$API" \
-    </dev/null >"$T/r2.out" 2>"$T/r2.err") &
+(cd "$WS" && pdk_run --workspace "$WS" --policy "$T/user.yaml" -- bash reader.sh "$API" \
+    <"$T/r2.in" >"$T/r2.out" 2>"$T/r2.err") &
 r2=$!
+wait_refreshes $((before + 2)) || diag "the fake did not answer two refreshes within 60 s"
+echo stop >&"$stop1"
+echo stop >&"$stop2"
 wait "$r1"; rc1=$?
 wait "$r2"; rc2=$?
+exec {stop1}>&- {stop2}>&-
+rm -f "$T/r1.in" "$T/r2.in"
 n1=$(cut -d' ' -f1 <"$T/r1.out"); n2=$(cut -d' ' -f1 <"$T/r2.out")
 expect_eq "two sessions reading at once: both finish, every read answered 200" "0 0 0 0" \
     "$rc1 $rc2 $(cut -d' ' -f2 <"$T/r1.out") $(cut -d' ' -f2 <"$T/r2.out")" ||

@@ -958,6 +958,43 @@ static void responses(void **state)
 
 /* ---- Forwarding ---- */
 
+/* A request body that a server which does not read it would take for a request. */
+static void body_request_lines(void **state)
+{
+#define LINE(text, complete) pdk_http_looks_like_request_line(text, strlen(text), complete)
+    assert_int_equal(LINE("DELETE /admin/x HTTP/1.1\r\nHost: a\r\n\r\n", false), 1);
+    assert_int_equal(LINE("\r\n\r\nPOST http://a/x HTTP/1.0\n", false), 1);
+    assert_int_equal(LINE("OPTIONS * HTTP/1.1\r\n", false), 1);
+    assert_int_equal(LINE("X-CUSTOM\t/a \t HTTP/2 \r\n", false), 1);
+    assert_int_equal(LINE("GET /x\r\n", false), 1); /* HTTP/0.9 */
+    assert_int_equal(LINE("GET /x", true), 1);      /* the whole body ends the line */
+    assert_int_equal(LINE("DELETE /a HTTP/1.1", true), 1);
+    assert_int_equal(LINE("GET /x", false), -1);
+    assert_int_equal(LINE("DELETE /x\r\n", false), 0); /* 0.9 is GET only */
+    assert_int_equal(LINE("{\"a\": 1}", false), 0);    /* decided at the first byte */
+    assert_int_equal(LINE("see /tmp/x is full\n", false), 0);
+    assert_int_equal(LINE("Fix /etc\n", false), 0);
+    assert_int_equal(LINE("a=1&b=2", false), 0);
+    assert_int_equal(LINE("word word", false), 0);
+    assert_int_equal(LINE("DELETE", false), -1);
+    assert_int_equal(LINE("DELETE ", false), -1);
+    assert_int_equal(LINE("DELETE", true), 0);
+    assert_int_equal(LINE("", false), -1);
+    assert_int_equal(LINE("", true), 0);
+    assert_int_equal(LINE("\r\n", true), 0);
+    /* a line longer than the bound is no request line, decided there */
+    size_t n = PDK_HTTP_REQUEST_LINE_SNIFF_MAX + 10;
+    char *long_line = xmalloc(n + 1);
+    memcpy(long_line, "GET /", 5);
+    memset(long_line + 5, 'a', n - 5);
+    memcpy(long_line + n - 10, " HTTP/1.1\n", 10);
+    long_line[n] = '\0';
+    assert_int_equal(pdk_http_looks_like_request_line(long_line, n, false), 0);
+    assert_int_equal(pdk_http_looks_like_request_line(long_line, 200, false), -1);
+    free(long_line);
+#undef LINE
+}
+
 static void serialize_forward(void **state)
 {
     (void)state;
@@ -1062,6 +1099,7 @@ int main(void)
         cmocka_unit_test(errors_are_final),
         cmocka_unit_test(responses),
         cmocka_unit_test(serialize_forward),
+        cmocka_unit_test(body_request_lines),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

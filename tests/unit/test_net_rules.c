@@ -280,6 +280,115 @@ static void test_path_normalize(void **state)
     refuses("/a/..%5Cb");
 }
 
+/* Path parameters in dot segments: servers that strip parameters (Tomcat, Jetty, Spring)
+ * serve "/v1/..;/admin/x" as "/admin/x", so that is the path the rules see. */
+static void test_path_parameters(void **state)
+{
+    normalizes("/v1/..;/admin/x", "/admin/x", NULL);
+    normalizes("/..;jsessionid=1/", "/", NULL);
+    normalizes("/v1/%2e%2e;/admin/x", "/admin/x", NULL); /* %2e%2e; */
+    normalizes("/v1/%2E%2E%3B/admin/x", "/admin/x", NULL);
+    normalizes("/v1/..%3bx=1/admin", "/admin", NULL);
+    normalizes("/a/.;x/b", "/a/b", NULL);
+    normalizes("/a/b/..;", "/a/", NULL);
+    normalizes("/a/...;/b", "/a/...;/b", NULL); /* three dots: a name */
+    normalizes("/a;x/b", "/a;x/b", NULL);       /* a name with parameters stays */
+    normalizes("/a/..x;/b", "/a/..x;/b", NULL);
+    refuses("/a%2F..;%2Fb");
+    refuses("/a\\..;x\\b");
+
+    char *bare = pdk_net_path_without_parameters("/admin;x=1/y;z");
+    assert_string_equal(bare, "/admin/y");
+    free(bare);
+    bare = pdk_net_path_without_parameters("/a/b;x/..;y/c");
+    assert_string_equal(bare, "/a/c");
+    free(bare);
+    bare = pdk_net_path_without_parameters("/");
+    assert_string_equal(bare, "/");
+    free(bare);
+
+    /* Judged both ways, the stricter holds: "/admin;x/y" is "/admin/y" to such servers. */
+    pdk_policy *p = parse_ok("version: 1\n"
+                             "network:\n"
+                             "  default: allow\n"
+                             "  rules:\n"
+                             "    - {host: api.test, path: /v1/**, decision: allow}\n"
+                             "    - {host: api.test, path: /admin/**, decision: deny}\n");
+    const char *why = NULL;
+    char *path = pdk_net_path_normalize("/v1/..;/admin/x", NULL, &why);
+    assert_int_equal(judge(p, "http", "api.test", 80, "GET", path).decision, PDK_DECISION_DENY);
+    free(path);
+    assert_int_equal(judge(p, "http", "api.test", 80, "GET", "/admin;x/y").decision,
+                     PDK_DECISION_DENY);
+    assert_int_equal(judge(p, "http", "api.test", 80, "GET", "/admin%3Bx/y").decision,
+                     PDK_DECISION_DENY);
+    pdk_net_verdict v = judge(p, "http", "api.test", 80, "GET", "/v1/a;jsessionid=1");
+    assert_int_equal(v.decision, PDK_DECISION_ALLOW);
+    assert_int_equal(v.rule, 0);
+    pdk_policy_free(p);
+}
+
+/* The host's loopback: only host_loopback rules reach it; lint warns about bare ones. */
+static void test_host_loopback(void **state)
+{
+    pdk_policy *p =
+        parse_ok("version: 1\n"
+                 "network:\n"
+                 "  rules:\n"
+                 "    - {host: 127.0.0.1, port: 5432, decision: allow, host_loopback: true}\n"
+                 "    - {host: 127.0.0.1, port: 8080, decision: allow}\n"
+                 "    - {host: localhost, path: /api/**, decision: ask, host_loopback: true}\n"
+                 "    - {host: \"::1\", decision: deny, host_loopback: true}\n"
+                 "    - {host: 0.0.0.0, decision: allow}\n"
+                 "    - {host: app.localhost, decision: allow}\n"
+                 "    - {host: 10.0.0.5, decision: allow}\n");
+    const pdk_net_rules *n = &p->network;
+    pdk_net_request req = {"http", "127.0.0.1", 5432, "GET", "/"};
+    assert_true(pdk_net_rules_host_loopback(n, &req));
+    req.port = 8080; /* a bare rule for that port does not count */
+    assert_false(pdk_net_rules_host_loopback(n, &req));
+    req = (pdk_net_request){"http", "localhost", 80, "POST", "/api/x"};
+    assert_true(pdk_net_rules_host_loopback(n, &req));
+    req.path = "/other";
+    assert_false(pdk_net_rules_host_loopback(n, &req));
+    req = (pdk_net_request){"https", "localhost", 443, NULL, NULL}; /* connection level */
+    assert_true(pdk_net_rules_host_loopback(n, &req));
+    req = (pdk_net_request){"http", "::1", 80, "GET", "/"}; /* a deny rule reaches nothing */
+    assert_false(pdk_net_rules_host_loopback(n, &req));
+
+    assert_true(pdk_net_host_is_loopback("127.0.0.1"));
+    assert_true(pdk_net_host_is_loopback("127.1.2.3"));
+    assert_true(pdk_net_host_is_loopback("::1"));
+    assert_true(pdk_net_host_is_loopback("::ffff:127.0.0.1"));
+    assert_true(pdk_net_host_is_loopback("0.0.0.0"));
+    assert_true(pdk_net_host_is_loopback("localhost"));
+    assert_true(pdk_net_host_is_loopback("app.localhost"));
+    assert_false(pdk_net_host_is_loopback("10.0.0.5"));
+    assert_false(pdk_net_host_is_loopback("notlocalhost"));
+    assert_false(pdk_net_host_is_loopback("localhost.example"));
+
+    pdk_policy_diags w;
+    pdk_policy_warnings(p, &w);
+    assert_int_equal(w.count, 3); /* rules 1, 4 and 5: 8080, 0.0.0.0, app.localhost */
+    assert_int_equal(w.items[0].line, 5);
+    assert_non_null(strstr(w.items[0].message, "network.rules[1]: 127.0.0.1 is a loopback host"));
+    assert_non_null(strstr(w.items[0].message, "host_loopback: true"));
+    assert_non_null(strstr(w.items[1].message, "network.rules[4]: 0.0.0.0"));
+    assert_non_null(strstr(w.items[2].message, "network.rules[5]: app.localhost"));
+    pdk_policy_diags_free(&w);
+    pdk_policy_free(p);
+
+    char *d = parse_fail("version: 1\n"
+                         "network:\n"
+                         "  rules:\n"
+                         "    - {host: \"*.localhost\", decision: allow, host_loopback: true}\n"
+                         "    - {host: 127.0.0.1, decision: allow, host_loopback: yes-please}\n");
+    assert_non_null(strstr(d, "policy.yaml:4:61: network.rules[0].host_loopback: a rule that "
+                              "reaches the host's loopback names its host exactly"));
+    assert_non_null(strstr(d, "network.rules[1].host_loopback: expected true or false"));
+    free(d);
+}
+
 static void test_lookups(void **state)
 {
     pdk_policy *p = parse_ok(issue_policy);
@@ -377,6 +486,8 @@ int main(void)
         cmocka_unit_test(test_hosts),
         cmocka_unit_test(test_paths),
         cmocka_unit_test(test_path_normalize),
+        cmocka_unit_test(test_path_parameters),
+        cmocka_unit_test(test_host_loopback),
         cmocka_unit_test(test_lookups),
         cmocka_unit_test(test_diagnostics),
         cmocka_unit_test(test_passthrough_rules),
