@@ -58,6 +58,9 @@ int pdk_cli_usage_error(const char *cmd, const char *fmt, ...) PDK_PRINTF(2, 3);
 int pdk_cli_bad_option(const char *cmd, int optopt_value, char *const *argv, int index);
 /* Print "paddock: message" for a library error; returns code. */
 int pdk_cli_fail(const pdk_error *err, int code);
+/* Print "paddock: message" on stderr, one line: controls and hiding characters of what
+ * the arguments hold (names a sandbox chose) escaped (display.h). */
+void pdk_cli_message(const char *fmt, ...) PDK_PRINTF(1, 2);
 
 /* The state dir per the contract, created (0700) when create is true. */
 int pdk_cli_state_dir(bool create, char **out, pdk_error *err);
@@ -70,7 +73,11 @@ int pdk_cli_open_store(bool fold, pdk_store **store);
  * action it describes; data is stolen. 0, or -1 with err: the caller does not go on. */
 int pdk_cli_audit(const char *session, const char *kind, json_t *data, pdk_error *err);
 
-/* Print a JSON value on stdout followed by a newline; frees it. */
+/* Print a JSON value on stdout followed by a newline; frees it. Every JSON paddock prints
+ * goes through pdk_display_json_dumps: C1 controls, bidi and invisible characters of its
+ * strings as \u escapes. */
 void pdk_cli_print_json(json_t *value);
+/* The same, compact, as one line on out (JSON lines: --json of lists, --follow). */
+void pdk_cli_print_json_line(FILE *out, json_t *value);
 
 #endif

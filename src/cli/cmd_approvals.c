@@ -3,6 +3,7 @@
 #include "cli.h"
 
 #include "../libpaddock/approvals.h"
+#include "../libpaddock/display.h"
 #include "../libpaddock/log.h"
 
 #include <errno.h>
@@ -68,52 +69,58 @@ static int print_request(const pdk_approval *a, void *arg)
     snprintf(ls->last_id, sizeof(ls->last_id), "%s", a->id);
     ls->shown++;
     if (ls->json) {
-        json_t *o = pdk_approval_json(a);
-        char *line = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
-        printf("%s\n", line ? line : "{}");
-        free(line);
-        json_decref(o);
+        pdk_cli_print_json_line(stdout, pdk_approval_json(a));
     } else {
+        /* Everything but the id, the times and the states came from the sandbox or may
+         * have: shown escaped (display.h). argv and the header names as JSON arrays. */
         time_t secs = (time_t)(a->created_ns / 1000000000);
         struct tm tm;
         localtime_r(&secs, &tm);
         char when[32];
         strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
-        char *argv = json_dumps(a->argv, JSON_COMPACT);
-        pdk_buf chain = {0};
-        size_t i;
-        json_t *p;
-        json_array_foreach(a->parents, i, p)
-        {
-            pdk_buf_printf(&chain, "%s%s[%" JSON_INTEGER_FORMAT "]", i ? " < " : "",
-                           json_string_value(json_object_get(p, "comm")),
-                           json_integer_value(json_object_get(p, "pid")));
-        }
+        _cleanup_free_ char *session = pdk_display(a->session ? a->session : "-");
+        _cleanup_free_ char *rule = pdk_display(a->rule ? a->rule : "?");
+        _cleanup_free_ char *reason = pdk_display(a->reason ? a->reason : "");
         if (a->request) {
             json_t *r = a->request;
-            _cleanup_free_ char *names = json_dumps(json_object_get(r, "headers"), JSON_COMPACT);
-            const char *preview = json_string_value(json_object_get(r, "body_preview"));
+            _cleanup_free_ char *names =
+                pdk_display_json_dumps(json_object_get(r, "headers"), JSON_COMPACT);
+            _cleanup_free_ char *method =
+                pdk_display(json_string_value(json_object_get(r, "method")));
+            _cleanup_free_ char *url = pdk_display(json_string_value(json_object_get(r, "url")));
+            /* the gateway wrote the preview escaped already (\xHH): its backslashes stay */
+            const char *raw_preview = json_string_value(json_object_get(r, "body_preview"));
+            _cleanup_free_ char *preview = raw_preview ? pdk_display_message(raw_preview) : NULL;
             printf("%s  %s  %s\n  what:  %s %s\n  headers: %s\n%s%s%s  who:   session %s "
                    "(the gateway)\n  rule:  %s: %s\n",
-                   a->id, when, pdk_approval_state_name(a->state),
-                   json_string_value(json_object_get(r, "method")),
-                   json_string_value(json_object_get(r, "url")), names ? names : "[]",
-                   preview ? "  body:  " : "", preview ? preview : "", preview ? "\n" : "",
-                   a->session ? a->session : "-", a->rule ? a->rule : "?",
-                   a->reason ? a->reason : "");
+                   a->id, when, pdk_approval_state_name(a->state), method, url,
+                   names ? names : "[]", preview ? "  body:  " : "", preview ? preview : "",
+                   preview ? "\n" : "", session, rule, reason);
         } else {
+            _cleanup_free_ char *argv = pdk_display_json_dumps(a->argv, JSON_COMPACT);
+            _cleanup_free_ char *cwd = pdk_display(a->cwd ? a->cwd : "?");
+            pdk_buf chain = {0};
+            size_t i;
+            json_t *p;
+            json_array_foreach(a->parents, i, p)
+            {
+                _cleanup_free_ char *comm =
+                    pdk_display(json_string_value(json_object_get(p, "comm")));
+                pdk_buf_printf(&chain, "%s%s[%" JSON_INTEGER_FORMAT "]", i ? " < " : "", comm,
+                               json_integer_value(json_object_get(p, "pid")));
+            }
             printf("%s  %s  %s\n  what:  %s in %s\n  who:   session %s, pid %d%s%s\n  rule:  "
                    "%s: %s\n",
-                   a->id, when, pdk_approval_state_name(a->state), argv ? argv : "[]",
-                   a->cwd ? a->cwd : "?", a->session ? a->session : "-", (int)a->pid,
-                   chain.data ? ", under " : "", chain.data ? chain.data : "",
-                   a->rule ? a->rule : "?", a->reason ? a->reason : "");
+                   a->id, when, pdk_approval_state_name(a->state), argv ? argv : "[]", cwd, session,
+                   (int)a->pid, chain.data ? ", under " : "", chain.data ? chain.data : "", rule,
+                   reason);
+            pdk_buf_free(&chain);
         }
-        if (a->state != PDK_APPROVAL_PENDING && a->answered_by)
-            printf("  by:    %s%s%s\n", a->answered_by, a->answer_reason ? ": " : "",
-                   a->answer_reason ? a->answer_reason : "");
-        free(argv);
-        pdk_buf_free(&chain);
+        if (a->state != PDK_APPROVAL_PENDING && a->answered_by) {
+            _cleanup_free_ char *by = pdk_display(a->answered_by);
+            _cleanup_free_ char *why = a->answer_reason ? pdk_display(a->answer_reason) : NULL;
+            printf("  by:    %s%s%s\n", by, why ? ": " : "", why ? why : "");
+        }
     }
     fflush(stdout);
     return 0;
@@ -135,24 +142,13 @@ static void print_notice_line(const notice_watch *nw, const char *line)
     pdk_notice_line n;
     if (pdk_notice_line_parse(line, &n) < 0 || strcmp(n.kind, "approval") == 0)
         return;
-    /* written escaped by paddock; escaped again should anything else have got in */
-    bool clean = true;
-    const unsigned char *u = (const unsigned char *)n.text;
-    for (size_t i = 0, len = strlen(n.text); i < len && clean;) {
-        uint32_t cp;
-        size_t step = pdk_utf8_next(u + i, len - i, &cp);
-        clean = !pdk_char_needs_escape(cp) && !(step == 1 && u[i] >= 0x80);
-        i += step;
-    }
-    _cleanup_free_ char *escaped = clean ? NULL : pdk_escape_text(n.text);
-    const char *shown = clean ? n.text : escaped;
+    /* written escaped by paddock (its own backslashes kept); escaped again should anything
+     * else have got in */
+    _cleanup_free_ char *shown = pdk_display_message(n.text);
     if (nw->json) {
-        json_t *o = json_pack("{s:s, s:s, s:s, s:s}", "notice", n.kind, "time", n.time, "session",
-                              n.session, "text", shown);
-        char *text = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
-        printf("%s\n", text ? text : "{}");
-        free(text);
-        json_decref(o);
+        json_t *o = json_pack("{s:s, s:s, s:s, s:o}", "notice", n.kind, "time", n.time, "session",
+                              n.session, "text", pdk_display_json_string(shown));
+        pdk_cli_print_json_line(stdout, o);
     } else
         printf("%s  session %s  %s\n", n.time, n.session, shown);
     fflush(stdout);

@@ -3,6 +3,7 @@
 #include "cli.h"
 
 #include "../libpaddock/audit.h"
+#include "../libpaddock/display.h"
 #include "../libpaddock/policy.h"
 
 #include <getopt.h>
@@ -51,15 +52,17 @@ static int print_event(const pdk_audit_event *e, void *arg)
     ls->last_seq = e->seq;
     json_t *o = pdk_audit_event_json(e);
     if (ls->json) {
-        char *line = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
-        printf("%s\n", line ? line : "{}");
-        free(line);
+        pdk_cli_print_json_line(stdout, o);
     } else {
+        /* data holds what sandboxes chose (argv, paths, hosts): its C1, bidi and invisible
+         * characters as JSON escapes, as in --json */
+        _cleanup_free_ char *data = pdk_display_json_text(e->data ? e->data : "null");
+        _cleanup_free_ char *session = pdk_display(e->session ? e->session : "-");
+        _cleanup_free_ char *kind = pdk_display(e->kind);
         printf("%6" PRId64 "  %s  %-22s %-18s %s\n", e->seq,
-               json_string_value(json_object_get(o, "time")), e->session ? e->session : "-",
-               e->kind, e->data);
+               json_string_value(json_object_get(o, "time")), session, kind, data);
+        json_decref(o);
     }
-    json_decref(o);
     fflush(stdout);
     return 0;
 }

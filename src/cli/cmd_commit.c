@@ -6,6 +6,7 @@
 #include "cli.h"
 
 #include "../libpaddock/commit.h"
+#include "../libpaddock/display.h"
 #include "../libpaddock/session.h"
 
 #include <errno.h>
@@ -41,7 +42,7 @@ static json_t *result_json(const pdk_session *session, const pdk_commit_result *
     for (size_t i = 0; i < res->applied_count; i++) {
         const pdk_commit_entry *e = &res->applied[i];
         json_t *o = json_object();
-        json_object_set_new(o, "path", json_string(e->path));
+        json_object_set_new(o, "path", pdk_session_json_path(e->path));
         json_object_set_new(o, "status", json_string(pdk_change_status_name(e->status)));
         const char *kind = pdk_change_kind_name(e->kind);
         json_object_set_new(o, "kind", kind ? json_string(kind) : json_null());
@@ -50,8 +51,8 @@ static json_t *result_json(const pdk_session *session, const pdk_commit_result *
     json_t *refused = json_array();
     for (size_t i = 0; i < res->refused_count; i++) {
         json_t *o = json_object();
-        json_object_set_new(o, "path", json_string(res->refused[i].path));
-        json_object_set_new(o, "reason", json_string(res->refused[i].reason));
+        json_object_set_new(o, "path", pdk_session_json_path(res->refused[i].path));
+        json_object_set_new(o, "reason", pdk_display_json_string(res->refused[i].reason));
         json_array_append_new(refused, o);
     }
     json_t *doc = json_object();
@@ -61,7 +62,7 @@ static json_t *result_json(const pdk_session *session, const pdk_commit_result *
     json_object_set_new(doc, "ok", json_boolean(ok));
     json_object_set_new(doc, "applied", applied);
     json_object_set_new(doc, "refused", refused);
-    json_object_set_new(doc, "error", ok ? json_null() : json_string(err->message));
+    json_object_set_new(doc, "error", ok ? json_null() : pdk_display_json_string(err->message));
     return doc;
 }
 
@@ -113,6 +114,8 @@ int pdk_cmd_commit(int argc, char **argv)
 
     pdk_commit_request req = {
         .lower_dirfd = lower,
+        .workspace_path = session->workspace,
+        .session_dir = session->dir,
         .upper_dirfd = upper,
         .baseline_ns = session->baseline_ns,
         .committed = session->committed,
@@ -126,7 +129,7 @@ int pdk_cmd_commit(int argc, char **argv)
     if (!dry_run) {
         json_t *paths_json = json_array();
         for (size_t i = 0; paths && paths[i]; i++)
-            json_array_append_new(paths_json, json_string(paths[i]));
+            json_array_append_new(paths_json, pdk_session_json_path(paths[i]));
         if (pdk_cli_audit(session->id, "workspace.commit",
                           json_pack("{s:o, s:o, s:b}", "workspace",
                                     pdk_session_json_path(session->workspace), "paths", paths_json,
@@ -139,12 +142,13 @@ int pdk_cmd_commit(int argc, char **argv)
     if (!dry_run) {
         json_t *applied = json_array(), *refused = json_array();
         for (size_t i = 0; i < res.applied_count; i++)
-            json_array_append_new(applied,
-                                  json_pack("{s:s, s:s}", "path", res.applied[i].path, "status",
-                                            pdk_change_status_name(res.applied[i].status)));
+            json_array_append_new(
+                applied, json_pack("{s:o, s:s}", "path", pdk_session_json_path(res.applied[i].path),
+                                   "status", pdk_change_status_name(res.applied[i].status)));
         for (size_t i = 0; i < res.refused_count; i++)
-            json_array_append_new(refused, json_pack("{s:s, s:s}", "path", res.refused[i].path,
-                                                     "reason", res.refused[i].reason));
+            json_array_append_new(
+                refused, json_pack("{s:o, s:o}", "path", pdk_session_json_path(res.refused[i].path),
+                                   "reason", pdk_display_json_string(res.refused[i].reason)));
         pdk_error audit_err = {0};
         if (pdk_cli_audit(
                 session->id, "workspace.committed",
@@ -168,6 +172,8 @@ int pdk_cmd_commit(int argc, char **argv)
         }
     }
 
+    /* Paths are the sandbox's choice: every one shown escaped (display.h). */
+    _cleanup_free_ char *workspace = pdk_display(session->workspace);
     if (json) {
         pdk_cli_print_json(result_json(session, &res, ok, &err));
     } else if (ok) {
@@ -175,28 +181,31 @@ int pdk_cmd_commit(int argc, char **argv)
         if (n == 0) {
             printf("nothing to commit: session %s has no changes\n", session->id);
         } else if (dry_run) {
-            for (size_t i = 0; i < n; i++)
-                printf("  %-12s %s\n", pdk_change_status_name(res.applied[i].status),
-                       res.applied[i].path);
+            for (size_t i = 0; i < n; i++) {
+                _cleanup_free_ char *path = pdk_display(res.applied[i].path);
+                printf("  %-12s %s\n", pdk_change_status_name(res.applied[i].status), path);
+            }
             printf("would commit %zu change%s to %s (dry run: nothing was written)\n", n,
-                   n == 1 ? "" : "s", session->workspace);
+                   n == 1 ? "" : "s", workspace);
         } else {
-            printf("committed %zu change%s to %s\n", n, n == 1 ? "" : "s", session->workspace);
+            printf("committed %zu change%s to %s\n", n, n == 1 ? "" : "s", workspace);
         }
     } else if (res.refused_count > 0) {
-        fprintf(stderr, "paddock: commit of session %s refused; nothing was written to %s:\n",
-                session->id, session->workspace);
-        for (size_t i = 0; i < res.refused_count; i++)
-            fprintf(stderr, "  %s: %s\n", res.refused[i].path, res.refused[i].reason);
-        fprintf(stderr, "paddock: commit the other paths by naming them, or resolve the "
-                        "conflicts and commit again\n");
+        pdk_cli_message("commit of session %s refused; nothing was written to %s:", session->id,
+                        workspace);
+        for (size_t i = 0; i < res.refused_count; i++) {
+            _cleanup_free_ char *path = pdk_display(res.refused[i].path);
+            _cleanup_free_ char *reason = pdk_display_message(res.refused[i].reason);
+            fprintf(stderr, "  %s: %s\n", path, reason);
+        }
+        pdk_cli_message("commit the other paths by naming them, or resolve the conflicts and "
+                        "commit again");
     } else {
         pdk_cli_fail(&err, PDK_EXIT_FAILED);
         if (res.applied_count > 0 && !dry_run)
-            fprintf(stderr,
-                    "paddock: %zu change%s had been committed before the error and "
-                    "were recorded in the session\n",
-                    res.applied_count, res.applied_count == 1 ? "" : "s");
+            pdk_cli_message("%zu change%s had been committed before the error and were "
+                            "recorded in the session",
+                            res.applied_count, res.applied_count == 1 ? "" : "s");
     }
     pdk_commit_result_free(&res);
     return ret;

@@ -1,11 +1,13 @@
-/* cmd_diff.c: paddock diff SESSION [--stat] [--json] [PATH...]
+/* cmd_diff.c: paddock diff SESSION [--stat] [--raw] [--json] [PATH...]
  *
  * Shows what a session's overlay layer changed against the real workspace: a unified diff
- * in git's extended format (git apply can replay it), a --stat summary, or JSON. */
+ * in git's extended format, for a human (what the sandbox wrote shown escaped where a
+ * terminal would obey it) or --raw for git apply, a --stat summary, or JSON. */
 #include "cli.h"
 
 #include "../libpaddock/changes.h"
 #include "../libpaddock/diffrender.h"
+#include "../libpaddock/display.h"
 #include "../libpaddock/session.h"
 
 #include <errno.h>
@@ -19,28 +21,35 @@
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: paddock diff SESSION [--stat] [--json] [PATH...]\n\n"
+            "usage: paddock diff SESSION [--stat] [--raw] [--json] [PATH...]\n\n"
             "Show what session SESSION changed in its copy of the workspace, against the real\n"
             "workspace. PATHs (relative to the workspace) limit the output; a directory\n"
             "selects everything beneath it.\n\n"
             "options:\n"
             "  --stat      a summary: one line per path and the totals, like git diff --stat\n"
+            "  --raw       the patch with the session's bytes as they are, for git apply (not\n"
+            "              to a terminal)\n"
             "  --json      the changes as JSON on stdout\n"
             "  -h, --help  show this help\n\n"
-            "The default output is a unified diff in git's format: 'git apply' in a copy of\n"
-            "the workspace reproduces the text files, modes, symlinks, additions and\n"
-            "deletions. Prints nothing when there are no changes.\n");
+            "The default output is a unified diff in git's format, made to be read: a line\n"
+            "holding control, bidi or invisible characters (or bytes that are not UTF-8) is\n"
+            "shown escaped after a '!' (and git apply refuses such a patch), a binary file\n"
+            "names its type and size, and directory mode changes have a line of their own.\n"
+            "With --raw, 'git apply' in a copy of the workspace reproduces the text files,\n"
+            "modes, symlinks, additions and deletions. Prints nothing when there are no\n"
+            "changes.\n");
 }
 
 int pdk_cmd_diff(int argc, char **argv)
 {
     static const struct option options[] = {
         {"stat", no_argument, NULL, 's'},
+        {"raw", no_argument, NULL, 'r'},
         {"json", no_argument, NULL, 'j'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    bool stat = false, json = false;
+    bool stat = false, json = false, raw = false;
     int opt;
     opterr = 0;
     optind = 1;
@@ -48,6 +57,9 @@ int pdk_cmd_diff(int argc, char **argv)
         switch (opt) {
         case 's':
             stat = true;
+            break;
+        case 'r':
+            raw = true;
             break;
         case 'j':
             json = true;
@@ -60,6 +72,11 @@ int pdk_cmd_diff(int argc, char **argv)
             return pdk_cli_bad_option("diff", optopt, argv, optind);
         }
     }
+    /* What the sandbox wrote, byte for byte, is for programs: a terminal would obey it. */
+    if (raw && !json && isatty(STDOUT_FILENO))
+        return pdk_cli_usage_error("diff", "--raw writes the session's bytes as they are, which a "
+                                           "terminal would obey: pipe it (into git apply, a "
+                                           "file), or leave --raw out to read it");
     _cleanup_(pdk_session_freep) pdk_session *session = NULL;
     _cleanup_strv_ char **paths = NULL;
     int early = pdk_cli_open_session_operand("diff", argc, argv, &session, &paths);
@@ -78,9 +95,9 @@ int pdk_cmd_diff(int argc, char **argv)
     }
     json_t *summary = json_array();
     for (size_t i = 0; i < changes.count; i++)
-        json_array_append_new(summary,
-                              json_pack("{s:s, s:s}", "path", changes.items[i].path, "status",
-                                        pdk_change_status_name(changes.items[i].status)));
+        json_array_append_new(
+            summary, json_pack("{s:o, s:s}", "path", pdk_session_json_path(changes.items[i].path),
+                               "status", pdk_change_status_name(changes.items[i].status)));
     if (pdk_cli_audit(
             session->id, "workspace.diff",
             json_pack("{s:I, s:o}", "changes", (json_int_t)changes.count, "summary", summary),
@@ -88,7 +105,9 @@ int pdk_cmd_diff(int argc, char **argv)
         pdk_change_list_free(&changes);
         return pdk_cli_fail(&err, PDK_EXIT_FAILED);
     }
-    pdk_diffrender_options opts = {.context = -1, .paths = paths};
+    size_t escaped = 0;
+    pdk_diffrender_options opts = {
+        .context = -1, .paths = paths, .raw = raw, .escaped_lines = &escaped};
     int ret = PDK_EXIT_OK;
     if (json) {
         json_t *doc = NULL;
@@ -107,6 +126,12 @@ int pdk_cmd_diff(int argc, char **argv)
             if (fflush(stdout) != 0) {
                 pdk_error_set(&err, errno, "cannot write the diff");
                 ret = pdk_cli_fail(&err, PDK_EXIT_FAILED);
+            } else if (escaped > 0) {
+                pdk_cli_message("%zu line%s marked '!' hold control, bidi or invisible "
+                                "characters or bytes that are not UTF-8, shown escaped (\\x1b, "
+                                "\\u202e, \\\\ for a backslash); paddock diff --raw writes "
+                                "them as they are, for git apply",
+                                escaped, escaped == 1 ? "" : "s");
             }
         }
         pdk_buf_free(&out);

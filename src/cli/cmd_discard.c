@@ -43,7 +43,7 @@ int pdk_cmd_discard(int argc, char **argv)
                           s->runs, "damaged", s->damaged),
                 &err) < 0 ||
             pdk_session_remove(s, &err) < 0) {
-            fprintf(stderr, "paddock: %s\n", err.message);
+            pdk_cli_message("%s", err.message);
             status = PDK_EXIT_FAILED;
         } else {
             json_array_append_new(done, json_string(s->id));

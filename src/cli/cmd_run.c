@@ -1,6 +1,7 @@
 /* cmd_run.c: paddock run [options] -- CMD [ARG...] */
 #include "cli.h"
 
+#include "../libpaddock/display.h"
 #include "../libpaddock/run.h"
 #include "../libpaddock/sandbox.h"
 
@@ -190,21 +191,17 @@ int pdk_cmd_run(int argc, char **argv)
     pdk_run_report report;
     pdk_error err = {0};
     if (pdk_run(&opt, &report, &err) < 0) {
-        fprintf(stderr, "paddock: %s\n", err.message);
-        if (json) {
-            json_t *j =
-                json_pack("{s:s, s:i}", "error", err.message, "exit", PDK_EXIT_PADDOCK_FAILED);
-            char *s = json_dumps(j, JSON_COMPACT);
-            fprintf(stderr, "%s\n", s);
-            free(s);
-            json_decref(j);
-        }
+        pdk_cli_fail(&err, PDK_EXIT_PADDOCK_FAILED);
+        if (json)
+            pdk_cli_print_json_line(stderr, json_pack("{s:o, s:i}", "error",
+                                                      pdk_display_json_string(err.message), "exit",
+                                                      PDK_EXIT_PADDOCK_FAILED));
         return PDK_EXIT_PADDOCK_FAILED;
     }
     if (report.message[0])
-        fprintf(stderr, "paddock: %s\n", report.message);
+        pdk_cli_message("%s", report.message);
     if (report.hint[0])
-        fprintf(stderr, "paddock: %s\n", report.hint);
+        pdk_cli_message("%s", report.hint);
     print_notice_summary(&report);
     if (report.timed_out)
         fprintf(stderr, "paddock: timeout after %llds: the command was killed\n",
@@ -236,11 +233,8 @@ int pdk_cmd_run(int argc, char **argv)
         if (report.hint[0])
             json_object_set_new(j, "hint", json_string(report.hint));
         if (report.message[0])
-            json_object_set_new(j, "error", json_string(report.message));
-        char *s = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
-        fprintf(stderr, "%s\n", s);
-        free(s);
-        json_decref(j);
+            json_object_set_new(j, "error", pdk_display_json_string(report.message));
+        pdk_cli_print_json_line(stderr, j);
     } else if (report.confined) {
         fprintf(stderr,
                 "paddock: confined by the policy (%s): ran without network; %zu change%s "

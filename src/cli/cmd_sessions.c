@@ -2,6 +2,7 @@
 #include "cli.h"
 
 #include "../libpaddock/changes.h"
+#include "../libpaddock/display.h"
 #include "../libpaddock/session.h"
 
 #include <fcntl.h>
@@ -93,8 +94,9 @@ int pdk_cmd_sessions(int argc, char **argv)
             snprintf(exitbuf, sizeof(exitbuf), s->runs > 0 ? "%d" : "-", s->last_exit);
             long ch = count_changes(s);
             snprintf(changes, sizeof(changes), ch >= 0 ? "%ld" : "?", ch);
-            _cleanup_free_ char *workspace = pdk_escape_text(s->workspace);
-            printf("%-28s %-19s %-7s %5d %5s %7s  %s\n", s->id, created,
+            _cleanup_free_ char *id = pdk_display(s->id);
+            _cleanup_free_ char *workspace = pdk_display(s->workspace);
+            printf("%-28s %-19s %-7s %5d %5s %7s  %s\n", id, created,
                    s->mode == PDK_WORKSPACE_DIRECT ? "direct" : "overlay", s->runs, exitbuf,
                    changes, workspace);
         }

@@ -2,6 +2,7 @@
 #include "cli.h"
 
 #include "../libpaddock/audit.h"
+#include "../libpaddock/display.h"
 #include "../libpaddock/log.h"
 #include "../libpaddock/session.h"
 #include "../libpaddock/statedir.h"
@@ -111,7 +112,8 @@ int pdk_cli_usage_error(const char *cmd, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    fprintf(stderr, "paddock %s: %s (see 'paddock %s --help')\n", cmd, msg, cmd);
+    _cleanup_free_ char *shown = pdk_display_message(msg);
+    fprintf(stderr, "paddock %s: %s (see 'paddock %s --help')\n", cmd, shown, cmd);
     return PDK_EXIT_USAGE;
 }
 
@@ -126,8 +128,18 @@ int pdk_cli_bad_option(const char *cmd, int optopt_value, char *const *argv, int
 
 int pdk_cli_fail(const pdk_error *err, int code)
 {
-    fprintf(stderr, "paddock: %s\n", err->message);
+    pdk_cli_message("%s", err->message);
     return code;
+}
+
+void pdk_cli_message(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    _cleanup_free_ char *msg = xvasprintf(fmt, ap);
+    va_end(ap);
+    _cleanup_free_ char *shown = pdk_display_message(msg);
+    fprintf(stderr, "paddock: %s\n", shown);
 }
 
 int pdk_cli_state_dir(bool create, char **out, pdk_error *err)
@@ -151,12 +163,20 @@ int pdk_cli_open_store(bool fold, pdk_store **store)
 
 void pdk_cli_print_json(json_t *value)
 {
-    char *s = json_dumps(value, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_ENSURE_ASCII);
+    char *s = pdk_display_json_dumps(value, JSON_INDENT(2) | JSON_SORT_KEYS);
     if (s) {
         fputs(s, stdout);
         fputc('\n', stdout);
         free(s);
     }
+    json_decref(value);
+}
+
+void pdk_cli_print_json_line(FILE *out, json_t *value)
+{
+    char *s = pdk_display_json_dumps(value, JSON_COMPACT | JSON_SORT_KEYS);
+    fprintf(out, "%s\n", s ? s : "{}");
+    free(s);
     json_decref(value);
 }
 

@@ -1,6 +1,7 @@
 /* approvals.c: see approvals.h. */
 #include "approvals.h"
 
+#include "display.h"
 #include "store_sqlite.h"
 #include "util.h"
 
@@ -74,7 +75,9 @@ json_t *pdk_approval_parents_of(pid_t pid)
     json_t *chain = json_array();
     pdk_proc_stat ps;
     for (int depth = 0; depth < 16 && pid > 1 && pdk_proc_stat_read(pid, &ps); depth++) {
-        json_array_append_new(chain, json_pack("{s:i, s:s}", "pid", (int)pid, "comm", ps.comm));
+        /* comm is the process's own choice of bytes: kept whole when it is UTF-8 */
+        json_array_append_new(chain, json_pack("{s:i, s:o}", "pid", (int)pid, "comm",
+                                               pdk_display_json_string(ps.comm)));
         pid = ps.ppid;
     }
     return chain;

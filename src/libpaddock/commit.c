@@ -11,7 +11,9 @@
 #include "commit.h"
 
 #include "fsutil.h"
+#include "gitconfig.h"
 #include "log.h"
+#include "policy.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -37,6 +39,18 @@ typedef struct commit_ctx {
     char **touched_dirs; /* real directories to fsync at the end ("" is the root) */
     unsigned tmp_counter;
     bool as_root;
+    /* core.hooksPath of each repository a change lies in, by its working tree */
+    struct repo_hooks {
+        char *worktree; /* workspace-relative ("" the root) */
+        char *hooks;    /* workspace-relative directory git runs hooks from, or NULL */
+    } * repos;
+    size_t repo_count;
+    char *global_hooks; /* core.hooksPath of the user's own configuration, or NULL */
+    bool global_read;
+    int session_dirfd;    /* the session's directory (O_PATH), or -1 */
+    int tmp_dirfd;        /* SESSION/commit-tmp, where temporary entries are made, or -1 */
+    bool temp_beside;     /* ... but it is on another mount: beside each target instead */
+    bool journal_written; /* SESSION/commit-journal names the directories (see below) */
     pdk_error *err;
 } commit_ctx;
 
@@ -227,6 +241,290 @@ static int select_changes(commit_ctx *ctx)
     return 0;
 }
 
+/* ---- what runs outside the sandbox later ---------------------------------------- */
+
+/* Whether path lies at or beneath dir (workspace-relative; "" is the root). */
+static bool at_or_beneath(const char *path, const char *dir)
+{
+    return !*dir || strcmp(path, dir) == 0 || pdk_changes_path_beneath(path, dir);
+}
+
+/* base/rel, workspace-relative and normalised ("." and ".." resolved), or NULL when it
+ * climbs out of the workspace. */
+static char *join_relative(const char *base, const char *rel)
+{
+    _cleanup_free_ char *joined = *base ? xasprintf("%s/%s", base, rel) : xstrdup(rel);
+    char **parts = NULL;
+    char *save = NULL;
+    for (char *part = strtok_r(joined, "/", &save); part; part = strtok_r(NULL, "/", &save)) {
+        if (strcmp(part, ".") == 0)
+            continue;
+        if (strcmp(part, "..") == 0) {
+            size_t n = pdk_strv_length(parts);
+            if (n == 0) {
+                pdk_strv_free(parts);
+                return NULL;
+            }
+            free(parts[n - 1]);
+            parts[n - 1] = NULL;
+            continue;
+        }
+        pdk_strv_push(&parts, part);
+    }
+    pdk_buf b = {0};
+    for (size_t i = 0; parts && parts[i]; i++)
+        pdk_buf_printf(&b, "%s%s", i ? "/" : "", parts[i]);
+    pdk_strv_free(parts);
+    return pdk_buf_steal(&b);
+}
+
+/* A path a repository's files name (core.hooksPath, a gitdir: line), seen from dir:
+ * workspace-relative, or NULL when it is outside the workspace. */
+static char *workspace_path_of(commit_ctx *ctx, const char *dir, const char *value)
+{
+    if (!value || !*value)
+        return NULL;
+    _cleanup_free_ char *absolute = NULL;
+    if (value[0] == '~' && (value[1] == '/' || value[1] == '\0')) {
+        const char *home = getenv("HOME");
+        if (!home || home[0] != '/')
+            return NULL;
+        absolute = xasprintf("%s%s", home, value + 1);
+    } else if (value[0] == '/') {
+        absolute = xstrdup(value);
+    } else {
+        return join_relative(dir, value);
+    }
+    const char *ws = ctx->req->workspace_path;
+    _cleanup_free_ char *normal = pdk_path_normalize(absolute);
+    if (!ws || !normal || !pdk_path_is_within(normal, ws))
+        return NULL;
+    return xstrdup(pdk_path_relative(normal, ws));
+}
+
+/* dir/name, workspace-relative ("" is the root). */
+static char *child_of(const char *dir, const char *name)
+{
+    return *dir ? xasprintf("%s/%s", dir, name) : xstrdup(name);
+}
+
+/* A small file of the real workspace (a configuration, a gitdir: file), or NULL. */
+static char *read_real(commit_ctx *ctx, const char *path, size_t limit)
+{
+    _cleanup_close_ int fd = pdk_open_regular_beneath(ctx->req->lower_dirfd, path);
+    char *text = NULL;
+    if (fd < 0 || pdk_read_all(fd, &text, NULL, limit) < 0)
+        return NULL;
+    return text;
+}
+
+/* core.hooksPath of a configuration file of the real workspace: 1 and the value, 0 when
+ * unset (or the file is missing or is not one git reads). */
+static int hooks_path_in(commit_ctx *ctx, const char *config, char **value)
+{
+    _cleanup_free_ char *text = read_real(ctx, config, 1 << 20);
+    *value = NULL;
+    if (!text)
+        return 0;
+    return pdk_git_config_get(text, strlen(text), "core", "hookspath", value) == 1 ? 1 : 0;
+}
+
+/* The user's own configuration (~/.gitconfig, then $XDG_CONFIG_HOME/git/config): read
+ * with plain paths, it is not the sandbox's. */
+static const char *global_hooks_path(commit_ctx *ctx)
+{
+    if (ctx->global_read)
+        return ctx->global_hooks;
+    ctx->global_read = true;
+    const char *home = getenv("HOME"), *xdg = getenv("XDG_CONFIG_HOME");
+    _cleanup_free_ char *user = home ? xasprintf("%s/.gitconfig", home) : NULL;
+    _cleanup_free_ char *xdg_config =
+        xdg && *xdg ? xasprintf("%s/git/config", xdg)
+                    : (home ? xasprintf("%s/.config/git/config", home) : NULL);
+    const char *files[] = {xdg_config, user}; /* the latter wins */
+    for (size_t i = 0; i < PDK_ARRAY_SIZE(files); i++) {
+        char *text = NULL, *value = NULL;
+        if (files[i] && pdk_read_file_at(AT_FDCWD, files[i], &text, NULL, 1 << 20) == 0 &&
+            pdk_git_config_get(text, strlen(text), "core", "hookspath", &value) == 1) {
+            free(ctx->global_hooks);
+            ctx->global_hooks = value;
+        }
+        free(text);
+    }
+    return ctx->global_hooks;
+}
+
+/* When worktree (workspace-relative) is a repository of the real workspace, note it in
+ * ctx->repos with the directory (workspace-relative) git runs its hooks from when
+ * core.hooksPath names one, from the real repository's configuration (never the session's
+ * copy): its .git directory's, or that of the directory a .git file names (a submodule, a
+ * linked worktree, with its commondir). */
+static void probe_repository(commit_ctx *ctx, const char *worktree)
+{
+    for (size_t i = 0; i < ctx->repo_count; i++)
+        if (strcmp(ctx->repos[i].worktree, worktree) == 0)
+            return;
+    char *hooks = NULL;
+    _cleanup_free_ char *dotgit = child_of(worktree, ".git");
+    _cleanup_close_ int fd =
+        pdk_open_beneath(ctx->req->lower_dirfd, dotgit, O_PATH | O_NOFOLLOW, 0);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0 || !(S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)))
+        return; /* not a repository */
+    {
+        _cleanup_free_ char *gitdir = NULL;
+        if (S_ISDIR(st.st_mode)) {
+            gitdir = xstrdup(dotgit);
+        } else {
+            _cleanup_free_ char *text = read_real(ctx, dotgit, 4096);
+            if (text && pdk_str_has_prefix(text, "gitdir:")) {
+                char *v = text + 7;
+                v += strspn(v, " \t");
+                v[strcspn(v, "\r\n")] = '\0';
+                gitdir = workspace_path_of(ctx, worktree, v);
+            }
+        }
+        char *value = NULL;
+        if (gitdir) {
+            /* a linked worktree's configuration is its common directory's */
+            _cleanup_free_ char *commondir_file = child_of(gitdir, "commondir");
+            _cleanup_free_ char *common_text = read_real(ctx, commondir_file, 4096);
+            if (common_text) {
+                common_text[strcspn(common_text, "\r\n")] = '\0';
+                _cleanup_free_ char *common = workspace_path_of(ctx, gitdir, common_text);
+                _cleanup_free_ char *config = common ? child_of(common, "config") : NULL;
+                if (config)
+                    hooks_path_in(ctx, config, &value);
+            }
+            _cleanup_free_ char *config = child_of(gitdir, "config");
+            char *local = NULL;
+            if (hooks_path_in(ctx, config, &local) == 1) {
+                free(value);
+                value = local;
+            }
+        }
+        if (!value && global_hooks_path(ctx))
+            value = xstrdup(global_hooks_path(ctx));
+        hooks = workspace_path_of(ctx, worktree, value);
+        free(value);
+    }
+    ctx->repos = xrealloc(ctx->repos, (ctx->repo_count + 1) * sizeof(*ctx->repos));
+    ctx->repos[ctx->repo_count++] = (struct repo_hooks){xstrdup(worktree), hooks};
+}
+
+/* Whether dir (workspace-relative) holds a HEAD, in the session or the workspace: then it
+ * is a git directory (a bare repository, say), whose configuration and hooks git reads. */
+static bool has_head(commit_ctx *ctx, const char *dir)
+{
+    _cleanup_free_ char *head = child_of(dir, "HEAD");
+    int fds[] = {ctx->req->upper_dirfd, ctx->req->lower_dirfd};
+    for (size_t i = 0; i < PDK_ARRAY_SIZE(fds); i++) {
+        _cleanup_close_ int fd = pdk_open_beneath(fds[i], head, O_PATH | O_NOFOLLOW, 0);
+        struct stat st;
+        if (fd >= 0 && fstat(fd, &st) == 0 && !S_ISDIR(st.st_mode))
+            return true;
+    }
+    return false;
+}
+
+/* The git directory path's change would write the configuration or a hook of, when it is
+ * one without a ".git" in its name (a bare repository): new string, or NULL. */
+static char *bare_repository_of(commit_ctx *ctx, const char *path)
+{
+    _cleanup_free_ char *parent = parent_of(path);
+    const char *leaf = path + (*parent ? strlen(parent) + 1 : 0);
+    if ((strcmp(leaf, "config") == 0 || strcmp(leaf, "config.worktree") == 0 ||
+         strcmp(leaf, "commondir") == 0) &&
+        has_head(ctx, parent))
+        return steal_pointer(&parent);
+    for (const char *at = path; at; at = strchr(at, '/')) {
+        if (at != path)
+            at++;
+        if (strncmp(at, "hooks", 5) != 0 || (at[5] != '/' && at[5] != '\0'))
+            continue;
+        _cleanup_free_ char *dir = xstrndup(path, at == path ? 0 : (size_t)(at - path - 1));
+        if (has_head(ctx, dir))
+            return steal_pointer(&dir);
+    }
+    return NULL;
+}
+
+/* The repositories of the real workspace the selected changes lie in (every directory on
+ * their paths that has a .git), with their core.hooksPath. Each directory is probed once
+ * as the sorted changes go: the directories probed last stay on a stack of ancestors. */
+static void find_repositories(commit_ctx *ctx)
+{
+    _cleanup_strv_ char **chain = NULL; /* the directories probed last, the root first */
+    size_t depth = 0;
+    for (size_t i = 0; i < ctx->changes.count; i++) {
+        if (!ctx->selected[i])
+            continue;
+        _cleanup_free_ char *parent = parent_of(ctx->changes.items[i].path);
+        while (depth > 0 && !at_or_beneath(parent, chain[depth - 1])) {
+            free(chain[--depth]);
+            chain[depth] = NULL;
+        }
+        if (depth == 0) {
+            probe_repository(ctx, "");
+            pdk_strv_push(&chain, "");
+            depth++;
+        }
+        /* the directories between the deepest one probed and parent, parent included */
+        size_t done = strlen(chain[depth - 1]), len = strlen(parent);
+        for (size_t k = done ? done + 1 : 0; k <= len && len > 0; k++) {
+            if (parent[k] != '/' && parent[k] != '\0')
+                continue;
+            _cleanup_free_ char *dir = xstrndup(parent, k);
+            probe_repository(ctx, dir);
+            pdk_strv_push(&chain, dir);
+            depth++;
+        }
+    }
+}
+
+/* Why change c would put in place code that runs outside the sandbox later (new string),
+ * or NULL. */
+static char *protection(commit_ctx *ctx, const pdk_change *c)
+{
+    const pdk_commit_request *req = ctx->req;
+    if (pdk_commit_path_protected(c->path, req->protected_paths))
+        return xstrdup("protected path (read-only in the sandbox)");
+    pdk_change_kind kind = c->new_kind != PDK_KIND_NONE ? c->new_kind : c->old_kind;
+    if (c->new_kind != PDK_KIND_NONE && c->new_kind != PDK_KIND_DIR &&
+        path_is_above_protected(c->path, req->protected_paths))
+        return xstrdup("it would replace the directory of a protected path with a file or a "
+                       "symlink");
+    const char *entry = pdk_builtin_protected_match(c->path, kind == PDK_KIND_DIR);
+    if (entry)
+        return xasprintf("protected path (%s, at any depth: it runs outside the sandbox later)",
+                         entry);
+    /* the core.hooksPath of a repository (find_repositories), wherever it points */
+    for (size_t i = 0; i < ctx->repo_count; i++) {
+        const char *hooks = ctx->repos[i].hooks;
+        if (hooks && at_or_beneath(c->path, hooks))
+            return xasprintf("it lies in \"%s\", the core.hooksPath of the repository at "
+                             "\"%s\": git runs what is there",
+                             hooks, *ctx->repos[i].worktree ? ctx->repos[i].worktree : ".");
+    }
+    _cleanup_free_ char *bare = bare_repository_of(ctx, c->path);
+    if (bare)
+        return xasprintf("the configuration or a hook of the git directory \"%s\" (it holds a "
+                         "HEAD): git reads or runs it",
+                         *bare ? bare : ".");
+    return NULL;
+}
+
+/* A directory's bits beyond its owner's that the session adds: set-user-ID, set-group-ID,
+ * sticky, world-writable. */
+static mode_t new_special_bits(const pdk_change *c)
+{
+    const mode_t special = S_ISUID | S_ISGID | S_ISVTX | S_IWOTH;
+    if (c->new_kind != PDK_KIND_DIR)
+        return 0;
+    mode_t before = c->status == PDK_CHANGE_MODIFIED ? c->old_mode & special : 0;
+    return (c->new_mode & special) & ~before;
+}
+
 static void check_change(commit_ctx *ctx, size_t i)
 {
     const pdk_commit_request *req = ctx->req;
@@ -245,18 +543,19 @@ static void check_change(commit_ctx *ctx, size_t i)
                (unsigned)(c->new_mode & 07777));
         return;
     }
-    if (!req->allow_protected && pdk_commit_path_protected(c->path, req->protected_paths)) {
+    if (new_special_bits(c)) {
         refuse(ctx, c->path,
-               "protected path (read-only in the sandbox); add "
-               "--include-protected to commit it anyway");
+               "directory of mode %o (set-id, sticky or world-writable): change it in the "
+               "session before committing it",
+               (unsigned)(c->new_mode & 07777));
         return;
     }
-    if (!req->allow_protected && c->new_kind != PDK_KIND_NONE && c->new_kind != PDK_KIND_DIR &&
-        path_is_above_protected(c->path, req->protected_paths)) {
-        refuse(ctx, c->path,
-               "it would replace the directory of a protected path with a file or a symlink; "
-               "add --include-protected to commit it anyway");
-        return;
+    if (!req->allow_protected) {
+        _cleanup_free_ char *why = protection(ctx, c);
+        if (why) {
+            refuse(ctx, c->path, "%s; add --include-protected to commit it anyway", why);
+            return;
+        }
     }
     bool deleted_outside = c->status == PDK_CHANGE_ADDED && c->has_origin && !c->origin_elsewhere;
     if (created_ancestor(ctx, i)) {
@@ -371,9 +670,157 @@ static int open_real_parent(commit_ctx *ctx, const char *path, const char **leaf
                          path);
 }
 
+/* ---- temporary entries ---------------------------------------------------------------
+ *
+ * Each entry is made whole, then put in place with one link or rename (commit.h). What a
+ * temporary name is needed for is made in the session's own directory (SESSION/commit-tmp)
+ * when it shares the workspace's mount, so that a commit killed half-way leaves nothing
+ * in the user's tree: the next commit (or run) of the session removes what is there. A
+ * file's content is an O_TMPFILE in its real directory: it has no name until it is linked,
+ * straight to its own for a new file. Where the session's directory is on another mount (a
+ * rename cannot cross), a name goes beside its target for the moment of a rename, once the
+ * directories are in SESSION/commit-journal, which the next commit reads to remove such
+ * names. */
+
+#define TEMP_DIR       "commit-tmp"
+#define JOURNAL        "commit-journal"
+#define JOURNAL_HEADER "paddock commit temporary files 1\n"
+
 static void temp_name(commit_ctx *ctx, char *buf, size_t len)
 {
     snprintf(buf, len, ".paddock-commit.%d.%u", (int)getpid(), ctx->tmp_counter++);
+}
+
+/* Before the first temporary name beside a target: the directories this commit writes in,
+ * and its pid (the names' prefix), in the session's journal, on the disk. */
+static int journal_beside(commit_ctx *ctx)
+{
+    if (ctx->journal_written || ctx->session_dirfd < 0)
+        return 0;
+    pdk_buf b = {0};
+    pdk_buf_printf(&b, JOURNAL_HEADER "%d\n", (int)getpid());
+    _cleanup_strv_ char **dirs = NULL;
+    for (size_t i = 0; i < ctx->changes.count; i++) {
+        if (!ctx->selected[i])
+            continue;
+        _cleanup_free_ char *dir = parent_of(ctx->changes.items[i].path);
+        if (!pdk_strv_contains(dirs, dir)) {
+            pdk_strv_push(&dirs, dir);
+            pdk_buf_append(&b, dir, strlen(dir) + 1);
+        }
+    }
+    int r = pdk_write_file_atomic(ctx->session_dirfd, JOURNAL, b.data, b.len, 0600, true);
+    pdk_buf_free(&b);
+    if (r < 0)
+        return pdk_error_set(ctx->err, errno, "cannot write the commit's journal in the session");
+    ctx->journal_written = true;
+    return 0;
+}
+
+/* Where the next temporary entry is made: the session's directory for them, or (-1 there,
+ * or beside) the target's own directory parent. */
+static int temp_dirfd(commit_ctx *ctx, int parent)
+{
+    return ctx->tmp_dirfd >= 0 && !ctx->temp_beside ? ctx->tmp_dirfd : parent;
+}
+
+int pdk_commit_recover(int lower_dirfd, const char *session_dir, pdk_error *err)
+{
+    _cleanup_close_ int sd = open(session_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (sd < 0)
+        return errno == ENOENT
+                   ? 0
+                   : pdk_error_set(err, errno, "cannot open the session directory %s", session_dir);
+    if (pdk_rm_rf_at(sd, TEMP_DIR) < 0)
+        return pdk_error_set(err, errno, "cannot remove %s/" TEMP_DIR, session_dir);
+    char *text = NULL;
+    size_t len = 0;
+    if (pdk_read_file_at(sd, JOURNAL, &text, &len, 64u << 20) < 0)
+        return errno == ENOENT ? 0
+                               : pdk_error_set(err, errno, "cannot read %s/" JOURNAL, session_dir);
+    int removed = 0;
+    const char *p = text, *end = text + len;
+    char *nl = pdk_str_has_prefix(text, JOURNAL_HEADER)
+                   ? strchr(text + strlen(JOURNAL_HEADER), '\n')
+                   : NULL;
+    int64_t pid = 0;
+    if (nl) {
+        *nl = '\0';
+        if (pdk_parse_int64(text + strlen(JOURNAL_HEADER), 1, INT32_MAX, &pid) < 0)
+            nl = NULL;
+    }
+    if (nl) {
+        char prefix[64];
+        snprintf(prefix, sizeof(prefix), ".paddock-commit.%d.", (int)pid);
+        for (p = nl + 1; p < end; p += strlen(p) + 1) {
+            _cleanup_close_ int dfd =
+                *p ? pdk_open_beneath(lower_dirfd, p, O_RDONLY | O_DIRECTORY, 0)
+                   : openat(lower_dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+            if (dfd < 0)
+                continue; /* gone, or a symlink now: nothing of ours to remove there */
+            DIR *d = fdopendir(dup(dfd));
+            if (!d)
+                continue;
+            _cleanup_strv_ char **names = NULL;
+            for (struct dirent *de; (de = readdir(d));)
+                if (pdk_str_has_prefix(de->d_name, prefix))
+                    pdk_strv_push(&names, de->d_name);
+            closedir(d);
+            for (size_t i = 0; names && names[i]; i++) {
+                if (unlinkat(dfd, names[i], 0) == 0 ||
+                    (errno == EISDIR && unlinkat(dfd, names[i], AT_REMOVEDIR) == 0))
+                    removed++;
+                else
+                    pdk_warn("cannot remove \"%s/%s\" a killed commit left in the workspace: %s",
+                             *p ? p : ".", names[i], strerror(errno));
+            }
+        }
+    }
+    free(text);
+    if (unlinkat(sd, JOURNAL, 0) < 0 && errno != ENOENT)
+        return pdk_error_set(err, errno, "cannot remove %s/" JOURNAL, session_dir);
+    return removed;
+}
+
+/* The session's directory for temporary entries, made afresh (what an earlier commit
+ * killed half-way left is removed first), and whether it shares the workspace's mount. */
+static int open_temp_dir(commit_ctx *ctx)
+{
+    const pdk_commit_request *req = ctx->req;
+    if (!req->session_dir)
+        return 0;
+    if (pdk_commit_recover(req->lower_dirfd, req->session_dir, ctx->err) < 0)
+        return pdk_error_prefix(ctx->err, "cleaning up after an earlier commit");
+    ctx->session_dirfd = open(req->session_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (ctx->session_dirfd < 0 ||
+        (mkdirat(ctx->session_dirfd, TEMP_DIR, 0700) < 0 && errno != EEXIST))
+        return pdk_error_set(ctx->err, errno, "cannot make %s/" TEMP_DIR, req->session_dir);
+    ctx->tmp_dirfd =
+        openat(ctx->session_dirfd, TEMP_DIR, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (ctx->tmp_dirfd < 0)
+        return pdk_error_set(ctx->err, errno, "cannot open %s/" TEMP_DIR, req->session_dir);
+    struct statx a, b;
+    ctx->temp_beside = statx(ctx->tmp_dirfd, "", AT_EMPTY_PATH, STATX_MNT_ID, &a) < 0 ||
+                       statx(req->lower_dirfd, "", AT_EMPTY_PATH, STATX_MNT_ID, &b) < 0 ||
+                       !(a.stx_mask & b.stx_mask & STATX_MNT_ID) || a.stx_mnt_id != b.stx_mnt_id;
+    return 0;
+}
+
+static void close_temp_dir(commit_ctx *ctx)
+{
+    if (ctx->tmp_dirfd >= 0) {
+        close(ctx->tmp_dirfd);
+        ctx->tmp_dirfd = -1;
+        if (ctx->session_dirfd >= 0 && pdk_rm_rf_at(ctx->session_dirfd, TEMP_DIR) < 0)
+            pdk_debug("cannot remove the session's " TEMP_DIR ": %s", strerror(errno));
+    }
+    /* every name beside a target was renamed or removed: the journal has done its work */
+    if (ctx->journal_written && unlinkat(ctx->session_dirfd, JOURNAL, 0) < 0)
+        pdk_debug("cannot remove the session's " JOURNAL ": %s", strerror(errno));
+    if (ctx->session_dirfd >= 0) {
+        close(ctx->session_dirfd);
+        ctx->session_dirfd = -1;
+    }
 }
 
 /* Check that the real entry is still what the scan saw before replacing or removing it. */
@@ -431,24 +878,30 @@ static int copy_data(int in, int out)
     }
 }
 
-/* Rename the temporary over the target: no-replace for an added path (atomically refusing
- * one created meanwhile), plain rename otherwise. */
-static int replace_with(commit_ctx *ctx, int parent, const char *tmp, const char *leaf,
+/* Rename the temporary from/tmp over the target: no-replace for an added path (atomically
+ * refusing one created meanwhile), plain rename otherwise. -2 (no error set) when from and
+ * parent are on two mounts (EXDEV): the caller makes it beside the target instead. */
+static int replace_with(commit_ctx *ctx, int from, const char *tmp, int parent, const char *leaf,
                         const pdk_change *c, bool expect_absent)
 {
     if (expect_absent) {
-        if (renameat2(parent, tmp, parent, leaf, RENAME_NOREPLACE) == 0)
+        if (renameat2(from, tmp, parent, leaf, RENAME_NOREPLACE) == 0)
             return 0;
         if (errno == EEXIST)
             return pdk_error_set(ctx->err, 0,
                                  "\"%s\": created in the workspace during the commit; run it "
                                  "again",
                                  c->path);
+        if (errno == EXDEV)
+            return -2;
         if (errno != EINVAL && errno != ENOSYS)
             return pdk_error_set(ctx->err, errno, "\"%s\": cannot rename into place", c->path);
     }
-    if (renameat(parent, tmp, parent, leaf) < 0)
+    if (renameat(from, tmp, parent, leaf) < 0) {
+        if (errno == EXDEV)
+            return -2;
         return pdk_error_set(ctx->err, errno, "\"%s\": cannot rename into place", c->path);
+    }
     return 0;
 }
 
@@ -458,21 +911,94 @@ static bool target_absent(const pdk_change *c)
            (c->status == PDK_CHANGE_TYPE_CHANGED && c->old_kind == PDK_KIND_DIR);
 }
 
-/* Put the finished temporary entry tmp in place of leaf (checked again just before), or
- * remove it. */
-static int install_temp(commit_ctx *ctx, int parent, const char *tmp, const char *leaf,
+/* Put the finished temporary entry from/tmp in place of leaf (checked again just before),
+ * or remove it. -2 as replace_with says. */
+static int install_temp(commit_ctx *ctx, int from, const char *tmp, int parent, const char *leaf,
                         const pdk_change *c)
 {
     bool absent = target_absent(c);
-    if (verify_target(ctx, parent, leaf, c, absent) < 0 ||
-        replace_with(ctx, parent, tmp, leaf, c, absent) < 0) {
-        unlinkat(parent, tmp, 0);
-        return -1;
+    int r = verify_target(ctx, parent, leaf, c, absent);
+    if (r == 0)
+        r = replace_with(ctx, from, tmp, parent, leaf, c, absent);
+    if (r < 0) {
+        unlinkat(from, tmp, 0);
+        return r;
     }
     touch_parent(ctx, c->path);
     return 0;
 }
 
+/* Copy src (stat st) into dst with its owner (as root), mode and times, fsync'd and
+ * closed. NULL, or what failed (errno set). */
+static const char *fill_file(commit_ctx *ctx, int src, const struct stat *st, int dst)
+{
+    const char *what = NULL;
+    struct timespec times[2] = {st->st_atim, st->st_mtim};
+    if (lseek(src, 0, SEEK_SET) < 0 || copy_data(src, dst) < 0)
+        what = "cannot copy the content";
+    else if (ctx->as_root && fchown(dst, st->st_uid, st->st_gid) < 0)
+        what = "cannot set the owner";
+    else if (fchmod(dst, st->st_mode & 07777) < 0)
+        what = "cannot set the mode";
+    else if (futimens(dst, times) < 0)
+        what = "cannot set the modification time";
+    else if (fsync(dst) < 0)
+        what = "cannot fsync";
+    int saved = errno;
+    if (close(dst) < 0 && !what) {
+        saved = errno;
+        what = "cannot close";
+    }
+    errno = saved;
+    return what;
+}
+
+/* A named temporary file in dirfd, filled from src. 0 and its name in tmp, or -1. */
+static int named_temp_file(commit_ctx *ctx, const pdk_change *c, int dirfd, int src,
+                           const struct stat *st, char *tmp, size_t tmp_size)
+{
+    int dst = -1;
+    for (int attempt = 0; attempt < 100; attempt++) {
+        temp_name(ctx, tmp, tmp_size);
+        dst = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (dst >= 0 || errno != EEXIST)
+            break;
+    }
+    if (dst < 0)
+        return pdk_error_set(ctx->err, errno, "\"%s\": cannot create a temporary file", c->path);
+    const char *what = fill_file(ctx, src, st, dst);
+    if (what) {
+        int saved = errno;
+        unlinkat(dirfd, tmp, 0);
+        return pdk_error_set(ctx->err, saved, "\"%s\": %s", c->path, what);
+    }
+    return 0;
+}
+
+/* Link the filled O_TMPFILE (open as keep) under a temporary name in from: 0 and the name
+ * in tmp, or -1; -2 (no error set) when from is on another mount. */
+static int link_temp(commit_ctx *ctx, const pdk_change *c, int keep, int from, char *tmp,
+                     size_t tmp_size)
+{
+    char proc[64];
+    snprintf(proc, sizeof(proc), "/proc/self/fd/%d", keep);
+    for (int attempt = 0; attempt < 100; attempt++) {
+        temp_name(ctx, tmp, tmp_size);
+        if (linkat(AT_FDCWD, proc, from, tmp, AT_SYMLINK_FOLLOW) == 0)
+            return 0;
+        if (errno == EXDEV)
+            return -2;
+        if (errno != EEXIST)
+            break;
+    }
+    return pdk_error_set(ctx->err, errno, "\"%s\": cannot link a temporary file", c->path);
+}
+
+/* The content of a file goes to an unnamed O_TMPFILE in its real directory (so that its
+ * inode is the workspace's, where the filesystem places it), linked straight into place
+ * when the file is new: no name but its own, ever. A file it replaces is renamed over
+ * from a temporary name in the session's directory (on the workspace's mount), else
+ * beside it after the journal. Without O_TMPFILE, a named temporary file there. */
 static int write_file(commit_ctx *ctx, const pdk_change *c)
 {
     const char *leaf = NULL;
@@ -492,38 +1018,56 @@ static int write_file(commit_ctx *ctx, const pdk_change *c)
         return pdk_error_set(ctx->err, 0, "\"%s\": the session's copy became set-id", c->path);
 
     char tmp[64];
-    int dst = -1;
-    for (int attempt = 0; attempt < 100; attempt++) {
-        temp_name(ctx, tmp, sizeof(tmp));
-        dst = openat(parent, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (dst >= 0 || errno != EEXIST)
-            break;
+    int dst = openat(parent, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+    if (dst < 0) {
+        if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL && errno != ENOENT)
+            return pdk_error_set(ctx->err, errno, "\"%s\": cannot create a temporary file",
+                                 c->path);
+        for (;;) {
+            int from = temp_dirfd(ctx, parent);
+            if ((from == parent && journal_beside(ctx) < 0) ||
+                named_temp_file(ctx, c, from, src, &st, tmp, sizeof(tmp)) < 0)
+                return -1;
+            int r = install_temp(ctx, from, tmp, parent, leaf, c);
+            if (r != -2)
+                return r;
+            ctx->temp_beside = true; /* a rename cannot cross here after all */
+        }
     }
-    if (dst < 0)
-        return pdk_error_set(ctx->err, errno, "\"%s\": cannot create a temporary file next to it",
-                             c->path);
-    const char *what = NULL;
-    struct timespec times[2] = {st.st_atim, st.st_mtim};
-    if (copy_data(src, dst) < 0)
-        what = "cannot copy the content";
-    else if (ctx->as_root && fchown(dst, st.st_uid, st.st_gid) < 0)
-        what = "cannot set the owner";
-    else if (fchmod(dst, st.st_mode & 07777) < 0)
-        what = "cannot set the mode";
-    else if (futimens(dst, times) < 0)
-        what = "cannot set the modification time";
-    else if (fsync(dst) < 0)
-        what = "cannot fsync";
-    int saved = errno;
-    if (close(dst) < 0 && !what) {
-        saved = errno;
-        what = "cannot close";
+    /* linkat needs it open: fill_file closes dst, keep stays until the link is made */
+    _cleanup_close_ int keep = fcntl(dst, F_DUPFD_CLOEXEC, 0);
+    if (keep < 0) {
+        close(dst);
+        return pdk_error_set(ctx->err, errno, "\"%s\": cannot keep the temporary file", c->path);
     }
-    if (what) {
-        unlinkat(parent, tmp, 0);
-        return pdk_error_set(ctx->err, saved, "\"%s\": %s", c->path, what);
+    const char *what = fill_file(ctx, src, &st, dst);
+    if (what)
+        return pdk_error_set(ctx->err, errno, "\"%s\": %s", c->path, what);
+    if (target_absent(c)) {
+        char proc[64];
+        snprintf(proc, sizeof(proc), "/proc/self/fd/%d", keep);
+        if (verify_target(ctx, parent, leaf, c, true) < 0)
+            return -1;
+        if (linkat(AT_FDCWD, proc, parent, leaf, AT_SYMLINK_FOLLOW) < 0)
+            return pdk_error_set(ctx->err, errno == EEXIST ? 0 : errno,
+                                 errno == EEXIST ? "\"%s\": created in the workspace during the "
+                                                   "commit; run it again"
+                                                 : "\"%s\": cannot link the file into place",
+                                 c->path);
+        touch_parent(ctx, c->path);
+        return 0;
     }
-    return install_temp(ctx, parent, tmp, leaf, c);
+    for (;;) {
+        int from = temp_dirfd(ctx, parent);
+        if (from == parent && journal_beside(ctx) < 0)
+            return -1;
+        int r = link_temp(ctx, c, keep, from, tmp, sizeof(tmp));
+        if (r == 0)
+            r = install_temp(ctx, from, tmp, parent, leaf, c);
+        if (r != -2)
+            return r;
+        ctx->temp_beside = true;
+    }
 }
 
 static int write_symlink(commit_ctx *ctx, const pdk_change *c)
@@ -532,25 +1076,58 @@ static int write_symlink(commit_ctx *ctx, const pdk_change *c)
     _cleanup_close_ int parent = open_real_parent(ctx, c->path, &leaf);
     if (parent < 0)
         return -1;
-    char tmp[64];
+    for (;;) {
+        int from = temp_dirfd(ctx, parent);
+        if (from == parent && journal_beside(ctx) < 0)
+            return -1;
+        char tmp[64];
+        int r = -1;
+        for (int attempt = 0; attempt < 100; attempt++) {
+            temp_name(ctx, tmp, sizeof(tmp));
+            r = symlinkat(c->new_target, from, tmp);
+            if (r == 0 || errno != EEXIST)
+                break;
+        }
+        if (r < 0)
+            return pdk_error_set(ctx->err, errno, "\"%s\": cannot create a temporary symlink",
+                                 c->path);
+        struct timespec times[2] = {c->new_mtime, c->new_mtime};
+        if (ctx->as_root && fchownat(from, tmp, c->new_uid, c->new_gid, AT_SYMLINK_NOFOLLOW) < 0) {
+            int saved = errno;
+            unlinkat(from, tmp, 0);
+            return pdk_error_set(ctx->err, saved, "\"%s\": cannot set the owner", c->path);
+        }
+        utimensat(from, tmp, times, AT_SYMLINK_NOFOLLOW); /* best effort */
+        r = install_temp(ctx, from, tmp, parent, leaf, c);
+        if (r != -2)
+            return r;
+        ctx->temp_beside = true;
+    }
+}
+
+/* A new directory made as a temporary entry (mode 0700, owner as root): 0, or -1. */
+static int temp_dir(commit_ctx *ctx, const pdk_change *c, int from, char *tmp, size_t tmp_size)
+{
     int r = -1;
     for (int attempt = 0; attempt < 100; attempt++) {
-        temp_name(ctx, tmp, sizeof(tmp));
-        r = symlinkat(c->new_target, parent, tmp);
+        temp_name(ctx, tmp, tmp_size);
+        r = mkdirat(from, tmp, 0700);
         if (r == 0 || errno != EEXIST)
             break;
     }
     if (r < 0)
-        return pdk_error_set(ctx->err, errno,
-                             "\"%s\": cannot create a temporary symlink next to it", c->path);
-    struct timespec times[2] = {c->new_mtime, c->new_mtime};
-    if (ctx->as_root && fchownat(parent, tmp, c->new_uid, c->new_gid, AT_SYMLINK_NOFOLLOW) < 0) {
-        int saved = errno;
-        unlinkat(parent, tmp, 0);
-        return pdk_error_set(ctx->err, saved, "\"%s\": cannot set the owner", c->path);
+        return pdk_error_set(ctx->err, errno, "\"%s\": cannot create a temporary directory",
+                             c->path);
+    if (ctx->as_root) {
+        _cleanup_close_ int dfd =
+            openat(from, tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dfd < 0 || fchown(dfd, c->new_uid, c->new_gid) < 0) {
+            int saved = errno;
+            unlinkat(from, tmp, AT_REMOVEDIR);
+            return pdk_error_set(ctx->err, saved, "\"%s\": cannot set the owner", c->path);
+        }
     }
-    utimensat(parent, tmp, times, AT_SYMLINK_NOFOLLOW); /* best effort */
-    return install_temp(ctx, parent, tmp, leaf, c);
+    return 0;
 }
 
 /* Directories are made 0700 (so that we can fill them whatever their final mode) and get
@@ -582,40 +1159,34 @@ static int make_dir(commit_ctx *ctx, const pdk_change *c)
     if (verify_target(ctx, parent, leaf, c, false) < 0)
         return -1;
     char tmp[64];
-    int r = -1;
-    for (int attempt = 0; attempt < 100; attempt++) {
-        temp_name(ctx, tmp, sizeof(tmp));
-        r = mkdirat(parent, tmp, 0700);
-        if (r == 0 || errno != EEXIST)
-            break;
+    int from = temp_dirfd(ctx, parent);
+    if ((from == parent && journal_beside(ctx) < 0) || temp_dir(ctx, c, from, tmp, sizeof(tmp)) < 0)
+        return -1;
+    int r = renameat2(from, tmp, parent, leaf, RENAME_EXCHANGE);
+    if (r < 0 && errno == EXDEV && from != parent) {
+        /* a rename cannot cross here after all: beside it */
+        unlinkat(from, tmp, AT_REMOVEDIR);
+        ctx->temp_beside = true;
+        from = parent;
+        if (journal_beside(ctx) < 0 || temp_dir(ctx, c, from, tmp, sizeof(tmp)) < 0)
+            return -1;
+        r = renameat2(from, tmp, parent, leaf, RENAME_EXCHANGE);
     }
-    if (r < 0)
-        return pdk_error_set(ctx->err, errno, "\"%s\": cannot create a temporary directory",
-                             c->path);
-    if (ctx->as_root) {
-        _cleanup_close_ int dfd =
-            openat(parent, tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (dfd < 0 || fchown(dfd, c->new_uid, c->new_gid) < 0) {
-            int saved = errno;
-            unlinkat(parent, tmp, AT_REMOVEDIR);
-            return pdk_error_set(ctx->err, saved, "\"%s\": cannot set the owner", c->path);
-        }
-    }
-    if (renameat2(parent, tmp, parent, leaf, RENAME_EXCHANGE) == 0) {
+    if (r == 0) {
         /* The old entry now has the temporary name. */
-        if (unlinkat(parent, tmp, 0) < 0)
+        if (unlinkat(from, tmp, 0) < 0)
             return pdk_error_set(ctx->err, errno, "\"%s\": cannot remove the replaced entry",
                                  c->path);
     } else if (errno == EINVAL || errno == ENOSYS) {
-        if (unlinkat(parent, leaf, 0) < 0 || renameat(parent, tmp, parent, leaf) < 0) {
+        if (unlinkat(parent, leaf, 0) < 0 || renameat(from, tmp, parent, leaf) < 0) {
             int saved = errno;
-            unlinkat(parent, tmp, AT_REMOVEDIR);
+            unlinkat(from, tmp, AT_REMOVEDIR);
             return pdk_error_set(ctx->err, saved, "\"%s\": cannot replace it with a directory",
                                  c->path);
         }
     } else {
         int saved = errno;
-        unlinkat(parent, tmp, AT_REMOVEDIR);
+        unlinkat(from, tmp, AT_REMOVEDIR);
         return pdk_error_set(ctx->err, saved, "\"%s\": cannot replace it with a directory",
                              c->path);
     }
@@ -920,7 +1491,12 @@ int pdk_commit_apply(const pdk_commit_request *req, pdk_commit_result *out, pdk_
 {
     memset(out, 0, sizeof(*out));
     out->dry_run = req->dry_run;
-    commit_ctx ctx = {.req = req, .res = out, .err = err, .as_root = geteuid() == 0};
+    commit_ctx ctx = {.req = req,
+                      .res = out,
+                      .err = err,
+                      .as_root = geteuid() == 0,
+                      .session_dirfd = -1,
+                      .tmp_dirfd = -1};
     if (pdk_changes_scan(req->lower_dirfd, req->upper_dirfd, req->placeholders, &ctx.changes, err) <
         0)
         return pdk_error_prefix(err, "cannot scan the session's changes");
@@ -931,6 +1507,8 @@ int pdk_commit_apply(const pdk_commit_request *req, pdk_commit_result *out, pdk_
     if (select_changes(&ctx) < 0)
         goto out;
 
+    if (!req->allow_protected)
+        find_repositories(&ctx);
     for (size_t i = 0; i < n; i++)
         if (ctx.selected[i])
             check_change(&ctx, i);
@@ -947,10 +1525,13 @@ int pdk_commit_apply(const pdk_commit_request *req, pdk_commit_result *out, pdk_
         goto out;
     }
 
+    if (open_temp_dir(&ctx) < 0)
+        goto out;
     if (pdk__commit_before_apply)
         pdk__commit_before_apply(pdk__commit_before_apply_arg);
 
     ret = apply_all(&ctx);
+    close_temp_dir(&ctx);
     if (ret < 0)
         pdk_error_prefix(err, "commit stopped after %zu of the selected changes",
                          out->applied_count);
@@ -963,9 +1544,17 @@ int pdk_commit_apply(const pdk_commit_request *req, pdk_commit_result *out, pdk_
     clean_upper(&ctx);
 
 out:
+    if (ctx.tmp_dirfd >= 0 || ctx.session_dirfd >= 0)
+        close_temp_dir(&ctx);
     free(ctx.selected);
     free(ctx.applied);
     pdk_strv_free(ctx.touched_dirs);
+    for (size_t i = 0; i < ctx.repo_count; i++) {
+        free(ctx.repos[i].worktree);
+        free(ctx.repos[i].hooks);
+    }
+    free(ctx.repos);
+    free(ctx.global_hooks);
     pdk_change_list_free(&ctx.changes);
     return ret;
 }

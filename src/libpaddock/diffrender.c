@@ -1,7 +1,9 @@
 /* diffrender.c: see diffrender.h. */
 #include "diffrender.h"
 
+#include "display.h"
 #include "fsutil.h"
+#include "session.h"
 #include "textdiff.h"
 
 #include <errno.h>
@@ -25,6 +27,8 @@ typedef struct section {
     bool binary;
     bool too_large;
     int64_t old_bytes, new_bytes;
+    const char *old_type, *new_type; /* what each side is (pdk_diffrender_file_type) */
+    size_t escaped_lines;            /* of the hunks, shown escaped (not raw) */
     pdk_textdiff_stats stats;
     pdk_buf hunks;
 } section;
@@ -38,10 +42,13 @@ typedef struct file_diff {
 } file_diff;
 
 typedef struct side_content {
-    char *data;
+    char *data; /* all of it; only its first bytes when too_large */
     size_t len;
     bool too_large;
 } side_content;
+
+/* How much of a file too large to diff is read to tell its type. */
+#define TYPE_PROBE 512
 
 static bool is_textual(pdk_change_kind kind)
 {
@@ -72,22 +79,186 @@ static int load_side(int dirfd, const pdk_change *c, bool new_side, side_content
     if (!S_ISREG(st.st_mode))
         return pdk_error_set(err, 0, "%s \"%s\" is no longer a regular file; run the diff again",
                              where, c->path);
-    if ((uint64_t)st.st_size > PDK_TEXTDIFF_MAX_SIZE) {
-        out->too_large = true;
-        return 0;
-    }
-    if (pdk_read_all(fd, &out->data, &out->len, PDK_TEXTDIFF_MAX_SIZE) < 0) {
-        if (errno == EFBIG) {
-            out->too_large = true;
+    if ((uint64_t)st.st_size <= PDK_TEXTDIFF_MAX_SIZE) {
+        if (pdk_read_all(fd, &out->data, &out->len, PDK_TEXTDIFF_MAX_SIZE) == 0)
             return 0;
-        }
-        return pdk_error_set(err, errno, "cannot read %s \"%s\"", where, c->path);
+        if (errno != EFBIG)
+            return pdk_error_set(err, errno, "cannot read %s \"%s\"", where, c->path);
     }
+    /* Too large to diff: its first bytes say what it is. */
+    out->too_large = true;
+    out->data = xmalloc(TYPE_PROBE);
+    ssize_t n = pread(fd, out->data, TYPE_PROBE, 0);
+    out->len = n > 0 ? (size_t)n : 0;
     return 0;
 }
 
+static bool starts(const unsigned char *d, size_t len, size_t at, const char *magic, size_t n)
+{
+    return len >= at + n && memcmp(d + at, magic, n) == 0;
+}
+
+/* An ELF file's class and type. */
+static const char *elf_type(const unsigned char *d, size_t len)
+{
+    static const char *const names[2][5] = {
+        {"ELF 32-bit file", "ELF 32-bit relocatable object", "ELF 32-bit executable",
+         "ELF 32-bit executable or shared library", "ELF 32-bit core dump"},
+        {"ELF 64-bit file", "ELF 64-bit relocatable object", "ELF 64-bit executable",
+         "ELF 64-bit executable or shared library", "ELF 64-bit core dump"},
+    };
+    if (len < 18 || (d[4] != 1 && d[4] != 2) || (d[5] != 1 && d[5] != 2))
+        return "ELF file";
+    unsigned type = d[5] == 1 ? (unsigned)(d[16] | d[17] << 8) : (unsigned)(d[16] << 8 | d[17]);
+    return names[d[4] - 1][type >= 1 && type <= 4 ? type : 0];
+}
+
+const char *pdk_diffrender_file_type(const char *data, size_t len)
+{
+    const unsigned char *d = (const unsigned char *)data;
+    static const struct {
+        size_t at;
+        const char *magic;
+        size_t n;
+        const char *name;
+    } magics[] = {
+        {0, "\x89PNG\r\n\x1a\n", 8, "PNG image"},
+        {0, "\xff\xd8\xff", 3, "JPEG image"},
+        {0, "GIF87a", 6, "GIF image"},
+        {0, "GIF89a", 6, "GIF image"},
+        {0, "II*\0", 4, "TIFF image"},
+        {0, "MM\0*", 4, "TIFF image"},
+        {0, "\0\0\1\0", 4, "ICO image"},
+        {0, "%PDF-", 5, "PDF document"},
+        {0, "\x1f\x8b", 2, "gzip compressed data"},
+        {0, "BZh", 3, "bzip2 compressed data"},
+        {0,
+         "\xfd"
+         "7zXZ\0",
+         6, "xz compressed data"},
+        {0, "\x28\xb5\x2f\xfd", 4, "zstd compressed data"},
+        {0, "PK\3\4", 4, "Zip archive"},
+        {0, "PK\5\6", 4, "Zip archive"},
+        {0, "PK\7\x08", 4, "Zip archive"},
+        {257, "ustar", 5, "tar archive"},
+        {0, "7z\xbc\xaf\x27\x1c", 6, "7-zip archive"},
+        {0, "Rar!\x1a\x07", 6, "RAR archive"},
+        {0, "!<arch>\n", 8, "ar archive"},
+        {0, "\xed\xab\xee\xdb", 4, "RPM package"},
+        {0, "SQLite format 3\0", 16, "SQLite database"},
+        {0, "\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", 8, "OLE2 document"},
+        {0, "\xca\xfe\xba\xbe", 4, "Java class file or Mach-O universal binary"},
+        {0, "\xfe\xed\xfa\xce", 4, "Mach-O binary"},
+        {0, "\xfe\xed\xfa\xcf", 4, "Mach-O binary"},
+        {0, "\xce\xfa\xed\xfe", 4, "Mach-O binary"},
+        {0, "\xcf\xfa\xed\xfe", 4, "Mach-O binary"},
+        {0, "MZ", 2, "DOS/Windows executable"},
+        {0, "\0asm", 4, "WebAssembly module"},
+        {0, "dex\n", 4, "Android Dalvik executable"},
+        {0, "wOFF", 4, "WOFF font"},
+        {0, "wOF2", 4, "WOFF2 font"},
+        {0, "OTTO", 4, "OpenType font"},
+        {0, "\0\1\0\0\0", 5, "TrueType font"},
+        {0, "ID3", 3, "MP3 audio"},
+        {0, "OggS", 4, "Ogg media"},
+        {0, "fLaC", 4, "FLAC audio"},
+        {4, "ftyp", 4, "ISO media (MP4, QuickTime, HEIF)"},
+        {0, "\x1a\x45\xdf\xa3", 4, "Matroska or WebM media"},
+        {0, "\x93NUMPY", 6, "NumPy array"},
+        {0, "GGUF", 4, "GGUF model"},
+        {0, "DIRC", 4, "git index"},
+        {0, "PACK", 4, "git pack"},
+        {0,
+         "\0\0\0\1"
+         "Bud1",
+         8, "macOS .DS_Store"},
+    };
+    if (starts(d, len, 0,
+               "\x7f"
+               "ELF",
+               4))
+        return elf_type(d, len);
+    if (starts(d, len, 0, "RIFF", 4) && len >= 12)
+        return starts(d, len, 8, "WEBP", 4)   ? "WebP image"
+               : starts(d, len, 8, "WAVE", 4) ? "WAV audio"
+               : starts(d, len, 8, "AVI ", 4) ? "AVI video"
+                                              : "RIFF data";
+    for (size_t i = 0; i < PDK_ARRAY_SIZE(magics); i++)
+        if (starts(d, len, magics[i].at, magics[i].magic, magics[i].n))
+            return magics[i].name;
+    if (len >= 10 && d[0] == 'B' && d[1] == 'M' && !d[6] && !d[7] && !d[8] && !d[9])
+        return "BMP image";
+    if (len >= 2 && d[0] == 0x80 && d[1] >= 2 && d[1] <= 5)
+        return "Python pickle (runs code when loaded)";
+    if (len >= 16 && d[2] == '\r' && d[3] == '\n' && d[5] == 0 && d[6] == 0 && d[7] == 0)
+        return "Python bytecode";
+    if (len >= 9 && d[8] == '{' && !d[5] && !d[6] && !d[7]) {
+        uint64_t header = 0;
+        for (int i = 7; i >= 0; i--)
+            header = header << 8 | d[i];
+        if (header >= 2 && header < (1u << 24))
+            return "safetensors tensors";
+    }
+    return NULL;
+}
+
+/* Whether a side is shown as binary: a type recognised from its first bytes, and bytes no
+ * text has (a NUL, or what is not UTF-8) among its first ones. Anything else is text, its
+ * controls shown escaped: a script after a NUL, or a file of a type not in the list,
+ * cannot hide what it would run. */
+static const char *binary_type(const side_content *side)
+{
+    const char *type = pdk_diffrender_file_type(side->data, side->len);
+    if (!type)
+        return NULL;
+    size_t probe = side->len < PDK_TEXTDIFF_BINARY_PROBE ? side->len : PDK_TEXTDIFF_BINARY_PROBE;
+    if (memchr(side->data, '\0', probe))
+        return type;
+    /* not UTF-8 (control characters alone do not make it binary); the probe may end in
+     * the middle of a character */
+    size_t valid = pdk_display_utf8_prefix(side->data, probe);
+    return valid < probe && (probe == side->len || probe - valid > 3) ? type : NULL;
+}
+
+/* Human display: every line of the hunks whose text a terminal would obey (a control
+ * character, a bidi or invisible one, bytes that are not UTF-8) is written escaped after a
+ * '!', which starts no line of a patch: such a diff is visibly, and for git apply, not a
+ * patch to apply as it is. Tabs stay, and so does a line whose only backslashes are its
+ * own. Returns how many lines were escaped. */
+static size_t escape_hunks(pdk_buf *hunks)
+{
+    pdk_buf out = {0};
+    size_t escaped = 0;
+    const char *p = hunks->data, *end = hunks->data + hunks->len;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t text = nl ? (size_t)(nl - p) : (size_t)(end - p);
+        size_t whole = nl ? text + 1 : text;
+        bool content = text > 0 && (p[0] == ' ' || p[0] == '+' || p[0] == '-');
+        /* a backslash alone does not mark a line; in a marked one it is doubled */
+        if (content && !pdk_display_is_plain(p + 1, text - 1,
+                                             PDK_DISPLAY_KEEP_TAB | PDK_DISPLAY_RAW_BACKSLASH)) {
+            pdk_buf_append(&out, "!", 1);
+            pdk_buf_append(&out, p, 1);
+            pdk_display_escape(&out, p + 1, text - 1, PDK_DISPLAY_KEEP_TAB);
+            pdk_buf_append(&out, "\n", nl ? 1 : 0);
+            escaped++;
+        } else {
+            pdk_buf_append(&out, p, whole);
+        }
+        p += whole;
+    }
+    if (escaped) {
+        pdk_buf_free(hunks);
+        *hunks = out;
+    } else {
+        pdk_buf_free(&out);
+    }
+    return escaped;
+}
+
 static int fill_section(section *s, const pdk_change *c, int lower_dirfd, int upper_dirfd,
-                        unsigned context, bool want_hunks, pdk_error *err)
+                        unsigned context, bool want_hunks, bool raw, pdk_error *err)
 {
     side_content old_side = {0}, new_side = {0};
     int r = 0;
@@ -109,18 +280,33 @@ static int fill_section(section *s, const pdk_change *c, int lower_dirfd, int up
         s->new_bytes = (int64_t)new_side.len;
     if (s->type == SECTION_DELETE && c->old_kind == PDK_KIND_SYMLINK)
         s->old_bytes = (int64_t)old_side.len;
+    bool has_old = s->type != SECTION_ADD, has_new = s->type != SECTION_DELETE;
+    if (has_old && c->old_kind == PDK_KIND_FILE)
+        s->old_type = pdk_diffrender_file_type(old_side.data, old_side.len);
+    if (has_new && c->new_kind == PDK_KIND_FILE)
+        s->new_type = pdk_diffrender_file_type(new_side.data, new_side.len);
     if (old_side.too_large || new_side.too_large) {
         s->binary = s->too_large = true;
         goto out;
     }
-    if (pdk_textdiff_is_binary(old_side.data, old_side.len) ||
-        pdk_textdiff_is_binary(new_side.data, new_side.len)) {
-        s->binary = true;
-        goto out;
+    if (raw) {
+        /* git's rule: a NUL among the first bytes */
+        s->binary = pdk_textdiff_is_binary(old_side.data, old_side.len) ||
+                    pdk_textdiff_is_binary(new_side.data, new_side.len);
+    } else {
+        /* binary only when every side is a binary type: a text side is never hidden */
+        s->binary = (!has_old || c->old_kind != PDK_KIND_FILE || binary_type(&old_side)) &&
+                    (!has_new || c->new_kind != PDK_KIND_FILE || binary_type(&new_side)) &&
+                    ((has_old && c->old_kind == PDK_KIND_FILE) ||
+                     (has_new && c->new_kind == PDK_KIND_FILE));
     }
+    if (s->binary)
+        goto out;
     pdk_textdiff_unified(old_side.data ? old_side.data : "", old_side.len,
                          new_side.data ? new_side.data : "", new_side.len, context,
                          want_hunks ? &s->hunks : NULL, &s->stats);
+    if (want_hunks && !raw)
+        s->escaped_lines = escape_hunks(&s->hunks);
 out:
     free(old_side.data);
     free(new_side.data);
@@ -146,7 +332,7 @@ static void free_diffs(file_diff *diffs, size_t n)
 }
 
 static int compute(const pdk_change_list *changes, int lower_dirfd, int upper_dirfd,
-                   const pdk_diffrender_options *opts, bool want_hunks, file_diff **out,
+                   const pdk_diffrender_options *opts, bool want_hunks, bool raw, file_diff **out,
                    size_t *count, pdk_error *err)
 {
     unsigned context =
@@ -185,7 +371,7 @@ static int compute(const pdk_change_list *changes, int lower_dirfd, int upper_di
         for (size_t k = 0; k < fd->nsections; k++) {
             section *s = &fd->sections[k];
             if (s->content &&
-                fill_section(s, c, lower_dirfd, upper_dirfd, context, want_hunks, err) < 0) {
+                fill_section(s, c, lower_dirfd, upper_dirfd, context, want_hunks, raw, err) < 0) {
                 free_diffs(diffs, n);
                 return -1;
             }
@@ -268,22 +454,39 @@ static void put_file_line(pdk_buf *out, const char *marker, const char *prefix, 
     pdk_buf_puts(out, strchr(path, ' ') ? "\t\n" : "\n");
 }
 
-static void put_binary_line(pdk_buf *out, const char *old_path, const char *new_path)
+/* " (PNG image, 1234 bytes)": what a binary side is, for a human. */
+static void put_side_type(pdk_buf *out, const char *type, bool too_large, int64_t bytes)
+{
+    pdk_buf_printf(out, " (%s%s%s%lld byte%s)", type ? type : "", type ? ", " : "",
+                   too_large ? "too large to diff, " : "", (long long)bytes, bytes == 1 ? "" : "s");
+}
+
+/* git's "Binary files a/P and b/P differ"; for a human, each side's type and size too
+ * (still ending in " differ", so that git apply refuses it as a binary patch without its
+ * index line rather than taking it for something else). */
+static void put_binary_line(pdk_buf *out, const char *old_path, const char *new_path,
+                            const section *s, bool raw)
 {
     pdk_buf_puts(out, "Binary files ");
-    if (old_path)
+    if (old_path) {
         pdk_diffrender_quote_path(out, "a/", old_path);
-    else
+        if (!raw)
+            put_side_type(out, s->old_type, s->too_large, s->old_bytes);
+    } else {
         pdk_buf_puts(out, "/dev/null");
+    }
     pdk_buf_puts(out, " and ");
-    if (new_path)
+    if (new_path) {
         pdk_diffrender_quote_path(out, "b/", new_path);
-    else
+        if (!raw)
+            put_side_type(out, s->new_type, s->too_large, s->new_bytes);
+    } else {
         pdk_buf_puts(out, "/dev/null");
+    }
     pdk_buf_puts(out, " differ\n");
 }
 
-static void put_section(pdk_buf *out, const char *path, const section *s)
+static void put_section(pdk_buf *out, const char *path, const section *s, bool raw)
 {
     bool mode_changed = s->type == SECTION_MODIFY && s->old_mode != s->new_mode;
     if (s->type == SECTION_MODIFY && !mode_changed && !s->content)
@@ -311,7 +514,7 @@ static void put_section(pdk_buf *out, const char *path, const section *s)
     const char *old_path = s->type == SECTION_ADD ? NULL : path;
     const char *new_path = s->type == SECTION_DELETE ? NULL : path;
     if (s->binary) {
-        put_binary_line(out, old_path, new_path);
+        put_binary_line(out, old_path, new_path, s, raw);
         return;
     }
     if (s->hunks.len == 0)
@@ -321,16 +524,71 @@ static void put_section(pdk_buf *out, const char *path, const section *s)
     pdk_buf_append(out, s->hunks.data, s->hunks.len);
 }
 
+/* The bits of a mode that matter beyond its owner's: "set-user-ID, world-writable". */
+static void put_special_bits(pdk_buf *out, mode_t mode)
+{
+    static const struct {
+        mode_t bit;
+        const char *name;
+    } bits[] = {{S_ISUID, "set-user-ID"},
+                {S_ISGID, "set-group-ID"},
+                {S_ISVTX, "sticky"},
+                {S_IWOTH, "world-writable"}};
+    bool any = false;
+    for (size_t i = 0; i < PDK_ARRAY_SIZE(bits); i++) {
+        if (!(mode & bits[i].bit))
+            continue;
+        pdk_buf_printf(out, "%s%s", any ? ", " : " (", bits[i].name);
+        any = true;
+    }
+    if (any)
+        pdk_buf_puts(out, ")");
+}
+
+/* Directories have no "diff --git" block (git knows no directories): for a human, a line
+ * of their own when their mode changes, or a new one has bits beyond its owner's. Not a
+ * patch line: git apply passes over it. */
+static void put_dir_mode(pdk_buf *out, const pdk_change *c)
+{
+    if (c->new_kind != PDK_KIND_DIR)
+        return;
+    mode_t special = S_ISUID | S_ISGID | S_ISVTX | S_IWOTH;
+    bool added = c->status == PDK_CHANGE_ADDED || c->status == PDK_CHANGE_TYPE_CHANGED;
+    if (added && !(c->new_mode & special))
+        return;
+    if (!added && (c->old_mode & 07777) == (c->new_mode & 07777))
+        return;
+    pdk_buf_puts(out, added ? "new directory " : "directory ");
+    _cleanup_free_ char *slashed = xasprintf("%s/", c->path);
+    pdk_diffrender_quote_path(out, "", slashed);
+    if (added)
+        pdk_buf_printf(out, " mode %06o", pdk_change_display_mode(c->new_kind, c->new_mode));
+    else
+        pdk_buf_printf(out, " mode %06o -> %06o", pdk_change_display_mode(c->old_kind, c->old_mode),
+                       pdk_change_display_mode(c->new_kind, c->new_mode));
+    put_special_bits(out, c->new_mode);
+    pdk_buf_puts(out, "\n");
+}
+
 int pdk_diffrender_patch(const pdk_change_list *changes, int lower_dirfd, int upper_dirfd,
                          const pdk_diffrender_options *opts, pdk_buf *out, pdk_error *err)
 {
     file_diff *diffs = NULL;
     size_t n = 0;
-    if (compute(changes, lower_dirfd, upper_dirfd, opts, true, &diffs, &n, err) < 0)
+    bool raw = opts && opts->raw;
+    if (compute(changes, lower_dirfd, upper_dirfd, opts, true, raw, &diffs, &n, err) < 0)
         return -1;
-    for (size_t i = 0; i < n; i++)
-        for (size_t k = 0; k < diffs[i].nsections; k++)
-            put_section(out, diffs[i].change->path, &diffs[i].sections[k]);
+    size_t escaped = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!raw)
+            put_dir_mode(out, diffs[i].change);
+        for (size_t k = 0; k < diffs[i].nsections; k++) {
+            put_section(out, diffs[i].change->path, &diffs[i].sections[k], raw);
+            escaped += diffs[i].sections[k].escaped_lines;
+        }
+    }
+    if (opts && opts->escaped_lines)
+        *opts->escaped_lines = escaped;
     free_diffs(diffs, n);
     return 0;
 }
@@ -372,7 +630,8 @@ int pdk_diffrender_stat(const pdk_change_list *changes, int lower_dirfd, int upp
 {
     file_diff *diffs = NULL;
     size_t n = 0;
-    if (compute(changes, lower_dirfd, upper_dirfd, opts, false, &diffs, &n, err) < 0)
+    if (compute(changes, lower_dirfd, upper_dirfd, opts, false, opts && opts->raw, &diffs, &n,
+                err) < 0)
         return -1;
     if (n == 0) {
         free_diffs(diffs, 0);
@@ -516,7 +775,8 @@ int pdk_diffrender_json(const pdk_change_list *changes, int lower_dirfd, int upp
 {
     file_diff *diffs = NULL;
     size_t n = 0;
-    if (compute(changes, lower_dirfd, upper_dirfd, opts, false, &diffs, &n, err) < 0)
+    /* the binary flag by git's rule: this is for programs */
+    if (compute(changes, lower_dirfd, upper_dirfd, opts, false, true, &diffs, &n, err) < 0)
         return -1;
     json_t *list = json_array();
     size_t total_ins = 0, total_del = 0;
@@ -525,7 +785,7 @@ int pdk_diffrender_json(const pdk_change_list *changes, int lower_dirfd, int upp
         const pdk_change *c = d->change;
         pdk_change_kind kind = c->status == PDK_CHANGE_DELETED ? c->old_kind : c->new_kind;
         json_t *o = json_object();
-        json_object_set_new(o, "path", json_string(c->path));
+        json_object_set_new(o, "path", pdk_session_json_path(c->path));
         json_object_set_new(o, "status", json_string(pdk_change_status_name(c->status)));
         json_object_set_new(o, "kind", string_or_null(pdk_change_kind_name(kind)));
         json_object_set_new(o, "old_kind", string_or_null(pdk_change_kind_name(c->old_kind)));
@@ -535,8 +795,17 @@ int pdk_diffrender_json(const pdk_change_list *changes, int lower_dirfd, int upp
         json_object_set_new(o, "too_large", json_boolean(d->too_large));
         json_object_set_new(o, "insertions", json_integer((json_int_t)d->insertions));
         json_object_set_new(o, "deletions", json_integer((json_int_t)d->deletions));
-        json_object_set_new(o, "target", string_or_null(c->new_target));
-        json_object_set_new(o, "old_target", string_or_null(c->old_target));
+        json_object_set_new(o, "target",
+                            c->new_target ? pdk_session_json_path(c->new_target) : json_null());
+        json_object_set_new(o, "old_target",
+                            c->old_target ? pdk_session_json_path(c->old_target) : json_null());
+        /* what the file is, when its first bytes say (pdk_diffrender_file_type) */
+        const char *type = NULL;
+        for (size_t k = 0; k < d->nsections && !type; k++) {
+            const section *sec = &d->sections[d->nsections - 1 - k];
+            type = sec->type == SECTION_DELETE ? sec->old_type : sec->new_type;
+        }
+        json_object_set_new(o, "type", string_or_null(type));
         json_array_append_new(list, o);
         total_ins += d->insertions;
         total_del += d->deletions;

@@ -1,6 +1,8 @@
 /* error.c: see error.h. */
 #include "error.h"
 
+#include "display.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -10,10 +12,11 @@
  * a character's boundary. */
 static void make_printable(pdk_error *err)
 {
-    if (pdk_text_is_clean(err->message))
+    size_t len = strlen(err->message);
+    if (pdk_display_is_plain(err->message, len, PDK_DISPLAY_RAW_BACKSLASH))
         return;
     pdk_buf b = {0};
-    pdk_buf_escape_message(&b, err->message, strlen(err->message));
+    pdk_display_escape(&b, err->message, len, PDK_DISPLAY_RAW_BACKSLASH);
     size_t n = b.len < sizeof(err->message) - 1 ? b.len : sizeof(err->message) - 1;
     while (n > 0 && n < b.len && ((unsigned char)b.data[n] & 0xc0) == 0x80)
         n--; /* not inside a UTF-8 sequence */

@@ -1,6 +1,7 @@
 /* gateway_ask.c: a request held while a human is asked (gateway_internal.h). */
 #include "gateway_internal.h"
 
+#include "display.h"
 #include "redact.h"
 
 static void poll_asks(evutil_socket_t fd, short what, void *arg);
@@ -122,10 +123,12 @@ void pdk__gw_ask(gw_conn *c, const char *how)
         pdk__gw_refuse(c, 503, "Service Unavailable", "the request cannot be recorded");
         return;
     }
+    _cleanup_free_ char *method_shown = pdk_display(c->req->method);
+    _cleanup_free_ char *url_shown = pdk_display(url);
     pdk_notice(PDK_NOTICE_APPROVAL, PDK_NOTICE_PRINT,
                "approval %s: %s %s needs a human (%s: %s); answer with paddock approve %s, or "
                "paddock deny %s",
-               a.id, c->req->method, url, how, c->verdict.reason, a.id, a.id);
+               a.id, method_shown, url_shown, how, c->verdict.reason, a.id, a.id);
     snprintf(c->approval_id, sizeof(c->approval_id), "%s", a.id);
     pdk_approval_clear(&a);
     c->state = ST_ASKING;
@@ -136,13 +139,16 @@ void pdk__gw_ask(gw_conn *c, const char *how)
     arm_ask_timer(g);
 }
 
-static void answered(gw_conn *c, bool allow, const char *state, const char *by, const char *why)
+/* reason: the answer's own (paddock deny --reason), NULL when it gave none */
+static void answered(gw_conn *c, bool allow, const char *state, const char *by, const char *reason,
+                     const char *why)
 {
     pdk_gateway *g = c->g;
     g->asking--;
     c->state = ST_HEAD; /* no longer asking (conn_free would expire it) */
-    json_t *o = json_pack("{s:s, s:I, s:s, s:s}", "id", c->approval_id, "conn", (json_int_t)c->id,
-                          "state", state, "by", by ? by : "");
+    json_t *o =
+        json_pack("{s:s, s:I, s:s, s:s, s:o}", "id", c->approval_id, "conn", (json_int_t)c->id,
+                  "state", state, "by", by ? by : "", "reason", pdk_display_json_string(reason));
     pdk_error err = {0};
     if (!pdk__gw_audit_required(g, "approval.answered", o, &err))
         allow = false;
@@ -169,19 +175,19 @@ static void poll_asks(evutil_socket_t fd, short what, void *arg)
         if (pdk_approval_get(g->store, c->approval_id, &a, &err) < 0)
             continue;
         if (a.state == PDK_APPROVAL_APPROVED) {
-            answered(c, true, "approved", a.answered_by, NULL);
+            answered(c, true, "approved", a.answered_by, a.answer_reason, NULL);
         } else if (a.state == PDK_APPROVAL_DENIED) {
             _cleanup_free_ char *why =
                 xasprintf("denied by %s%s%s (approval %s)",
                           a.answered_by ? a.answered_by : "a human", a.answer_reason ? ": " : "",
                           a.answer_reason ? a.answer_reason : "", c->approval_id);
-            answered(c, false, "denied", a.answered_by, why);
+            answered(c, false, "denied", a.answered_by, a.answer_reason, why);
         } else if (a.state == PDK_APPROVAL_PENDING && now >= c->ask_deadline_ns &&
                    pdk_approval_expire(g->store, c->approval_id, &err) == 1) {
             bool allow = g->policy->approval_on_timeout == PDK_DECISION_ALLOW;
             _cleanup_free_ char *why = xasprintf(
                 "no answer to approval %s in time: denied (approvals.on_timeout)", c->approval_id);
-            answered(c, allow, "expired", NULL, why);
+            answered(c, allow, "expired", NULL, NULL, why);
         }
         pdk_approval_clear(&a);
     }

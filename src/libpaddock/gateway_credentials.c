@@ -18,6 +18,7 @@
  */
 #include "gateway_internal.h"
 
+#include "display.h"
 #include "redact.h"
 
 #include <strings.h>
@@ -98,11 +99,12 @@ static void refuse_exfiltration(gw_conn *c, const pdk_gateway_credential *gc, co
     json_object_set_new(ev, "encoding", json_string(how));
     pdk__gw_audit(c->g, "credential.exfiltration", ev);
     _cleanup_free_ char *host = pdk_redacted(c->host ? c->host : "");
+    _cleanup_free_ char *host_shown = pdk_display(host);
     pdk_notice(PDK_NOTICE_REQUEST_REFUSED,
                PDK_NOTICE_PRINT | (pdk__gw_refusal_quiet(c) ? PDK_NOTICE_QUIET : 0),
                "blocked: a request to %s carried the placeholder of credential %s (in its %s, "
                "%s), which is bound to other hosts",
-               host, gc->policy->name, where, how);
+               host_shown, gc->policy->name, where, how);
     c->refusal_noticed = true;
     c->verdict.decision = PDK_DECISION_DENY;
     _cleanup_free_ char *why =

@@ -1,6 +1,7 @@
 /* log.c: see log.h. */
 #include "log.h"
 
+#include "display.h"
 #include "redact.h"
 
 #include <dirent.h>
@@ -50,22 +51,16 @@ void pdk_log(pdk_log_level level, const char *fmt, ...)
         notice_record(PDK_NOTICE_WARNING, PDK_NOTICE_PRINT, line + strlen("paddock: "));
         return;
     }
-    /* a registered secret never reaches stderr either (redact.h) */
-    char *redacted = pdk_redact_text(line);
-    const char *text = redacted ? redacted : line;
-    /* one line, whatever a path or name in it holds (util.h) */
-    pdk_buf escaped = {0};
-    if (!pdk_text_is_clean(text)) {
-        pdk_buf_escape_message(&escaped, text, strlen(text));
-        text = escaped.data;
-    }
+    /* a registered secret never reaches stderr either (redact.h), nor a control character
+     * of a name the sandbox chose (display.h): the line may be on the terminal the sandbox
+     * writes to */
+    _cleanup_free_ char *redacted = pdk_redact_text(line);
+    _cleanup_free_ char *text = pdk_display_message(redacted ? redacted : line);
     size_t len = strlen(text);
     /* One write per line so concurrent writers do not interleave mid-line. */
     struct iovec iov[2] = {{(void *)text, len}, {(void *)"\n", 1}};
     ssize_t r = writev(STDERR_FILENO, iov, 2);
     (void)r;
-    pdk_buf_free(&escaped);
-    free(redacted);
 }
 
 static int trace_state = -1;
@@ -233,8 +228,7 @@ static void notice_record(pdk_notice_kind kind, unsigned flags, const char *text
     while (len > 0 && t[len - 1] == '\n')
         len--;
     pdk_buf b = {0};
-    pdk_buf_puts(&b, "");
-    pdk_buf_escape(&b, t, len);
+    pdk_display_escape(&b, t, len, PDK_DISPLAY_RAW_BACKSLASH);
     _cleanup_free_ char *shown = pdk_buf_steal(&b);
 
     pthread_mutex_lock(&notices.lock);

@@ -1,5 +1,7 @@
 /* log.h: diagnostics on stderr, prefixed "paddock: ". Quiet by default; PADDOCK_DEBUG=1
- * or --verbose enables debug lines. Never pass secret values to these functions. */
+ * or --verbose enables debug lines. Never pass secret values to these functions. Every
+ * line is one line: registered secrets redacted (redact.h), controls, invalid UTF-8 and
+ * hiding characters escaped (pdk_display_message), whatever the arguments held. */
 #ifndef PADDOCK_LOG_H
 #define PADDOCK_LOG_H
 
@@ -18,8 +20,8 @@ pdk_log_level pdk_log_get_level(void);
 void pdk_log(pdk_log_level level, const char *fmt, ...) PDK_PRINTF(2, 3);
 
 #define pdk_error_log(...) pdk_log(PDK_LOG_ERROR, __VA_ARGS__)
-#define pdk_warn(...)      pdk_log(PDK_LOG_WARN, __VA_ARGS__)
-#define pdk_info(...)      pdk_log(PDK_LOG_INFO, __VA_ARGS__)
+#define pdk_warn(...)   pdk_log(PDK_LOG_WARN, __VA_ARGS__)
+#define pdk_info(...)   pdk_log(PDK_LOG_INFO, __VA_ARGS__)
 #define pdk_debug(...)                                                                             \
     do {                                                                                           \
         if (pdk_log_get_level() >= PDK_LOG_DEBUG)                                                  \
@@ -35,10 +37,11 @@ void pdk_log(pdk_log_level level, const char *fmt, ...) PDK_PRINTF(2, 3);
  * notice file. Every run's notices are also lines of that file (STATE/notices/notices.log,
  * shared by all runs, one write a line; past 4 MiB it becomes notices.log.1), which
  * `paddock approvals --watch` follows; the audit log has each of them anyway, and the
- * counts make the summary at the end. Every notice is one line, its control characters
- * and bidirectional overrides escaped (what the sandbox wrote is shown as it is). Safe to
- * call from any thread of the supervisor; a no-op in any other process (the sandbox's
- * init). */
+ * counts make the summary at the end. Every notice is one line, its control, bidi and
+ * invisible characters and bytes that are not UTF-8 escaped (pdk_display_message); a
+ * caller escapes the sandbox's words in it with pdk_display() or pdk_display_argv(), so
+ * that their backslashes are unambiguous too. Safe to call from any thread of the
+ * supervisor; a no-op in any other process (the sandbox's init). */
 typedef enum pdk_notice_route {
     PDK_NOTICES_STDERR, /* printed as they come */
     PDK_NOTICES_ASIDE,  /* the command owns the terminal: the notice file only */

@@ -582,10 +582,11 @@ static int setup_hidden(builder *b)
     return 0;
 }
 
-/* Read-only bind of path over itself. */
+/* Read-only bind of path over itself, with what is mounted beneath it (a credential
+ * file hidden in a protected directory, "~/.config/git/credentials", stays hidden). */
 static int make_readonly(builder *b, const char *p, const char *inside_path)
 {
-    if (mount(p, p, NULL, MS_BIND, NULL) < 0 ||
+    if (mount(p, p, NULL, MS_BIND | MS_REC, NULL) < 0 ||
         mount(NULL, p, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)
         return pdk_error_set(b->err, errno, "protecting %s", inside_path);
     return 0;

@@ -13,6 +13,8 @@
  */
 #include "policy.h"
 
+#include "display.h"
+
 #include "fsutil.h"
 #include "shell.h"
 #include "vault.h"
@@ -51,12 +53,137 @@ const char *const pdk_builtin_protected[] = {
     ".codex/",     ".claude/settings.json", ".claude/commands/", ".claude/agents/", NULL,
 };
 
-const char *const pdk_builtin_protected_home[] = {
-    ".bashrc",           ".bash_profile",   ".bash_login",        ".bash_logout",
-    ".profile",          ".zshrc",          ".zprofile",          ".zshenv",
-    ".zlogin",           ".gitconfig",      ".config/git/",       ".claude/settings.json",
-    ".claude/commands/", ".claude/agents/", ".codex/config.toml", NULL,
+const char *const pdk_builtin_protected_commit[] = {
+    /* coding agents and editors: MCP servers, hooks, commands that run on their own */
+    ".claude/settings.local.json",
+    ".claude/hooks/",
+    ".cursor/mcp.json",
+    ".cursor/hooks.json",
+    ".cursor/hooks/",
+    ".gemini/settings.json",
+    ".gemini/commands/",
+    ".devcontainer/",
+    ".devcontainer.json",
+    /* run at a cd (direnv), at git operations (submodules, hook managers) */
+    ".envrc",
+    ".gitmodules",
+    ".husky/",
+    ".pre-commit-config.yaml",
+    "lefthook.yml",
+    ".lefthook.yml",
+    /* package managers' and build tools' settings that name programs to run */
+    ".yarnrc.yml",
+    ".yarnrc",
+    ".npmrc",
+    ".pnpmfile.cjs",
+    ".cargo/config.toml",
+    ".cargo/config",
+    NULL,
 };
+
+const char *const pdk_builtin_protected_home[] = {
+    ".bashrc",
+    ".bash_profile",
+    ".bash_login",
+    ".bash_logout",
+    ".profile",
+    ".zshrc",
+    ".zprofile",
+    ".zshenv",
+    ".zlogin",
+    ".gitconfig",
+    ".config/git/",
+    /* the agents' own executable configuration */
+    ".claude/settings.json",
+    ".claude/commands/",
+    ".claude/agents/",
+    ".claude/hooks/",
+    ".codex/config.toml",
+    ".gemini/settings.json",
+    ".cursor/mcp.json",
+    NULL,
+};
+
+/* Whether path has entry at its start (or, any_depth, after any '/'): the entry itself, or
+ * for a directory entry ("x/") anything beneath it. */
+static bool entry_at(const char *path, const char *entry, bool any_depth)
+{
+    size_t n = strlen(entry);
+    bool dir = n > 0 && entry[n - 1] == '/';
+    if (dir)
+        n--;
+    if (n == 0)
+        return false;
+    for (const char *at = path; at; at = any_depth ? strchr(at, '/') : NULL) {
+        if (at != path)
+            at++;
+        if (strncmp(at, entry, n) == 0 && (at[n] == '\0' || (dir && at[n] == '/')))
+            return true;
+        if (!any_depth)
+            break;
+    }
+    return false;
+}
+
+/* Whether path ends (at a component boundary) in one of the directories that lead to
+ * entry: ".claude" for ".claude/settings.json", ".git" for ".git/hooks/". */
+static bool ends_in_entry_dir(const char *path, const char *entry)
+{
+    size_t plen = strlen(path);
+    for (const char *slash = strchr(entry, '/'); slash && slash[1];
+         slash = strchr(slash + 1, '/')) {
+        size_t n = (size_t)(slash - entry);
+        if (plen >= n && strncmp(path + plen - n, entry, n) == 0 &&
+            (plen == n || path[plen - n - 1] == '/'))
+            return true;
+    }
+    return false;
+}
+
+bool pdk_protected_git_path(const char *path, bool is_dir)
+{
+    /* the components after the first ".git" one */
+    const char *rest = NULL;
+    for (const char *at = path; at; at = strchr(at, '/')) {
+        if (at != path)
+            at++;
+        if (strncmp(at, ".git", 4) == 0 && (at[4] == '/' || at[4] == '\0')) {
+            rest = at + 4;
+            break;
+        }
+    }
+    if (!rest)
+        return false;
+    if (*rest == '\0')
+        return !is_dir; /* a ".git" file or symlink sends git elsewhere */
+    rest++;
+    const char *leaf = strrchr(rest, '/');
+    leaf = leaf ? leaf + 1 : rest;
+    static const char *const read_by_git[] = {"config", "config.worktree", "commondir"};
+    for (size_t i = 0; i < PDK_ARRAY_SIZE(read_by_git); i++)
+        if (strcmp(leaf, read_by_git[i]) == 0)
+            return true;
+    for (const char *at = rest; at; at = strchr(at, '/')) {
+        if (at != rest)
+            at++;
+        if (strncmp(at, "hooks", 5) == 0 && (at[5] == '/' || at[5] == '\0'))
+            return true;
+    }
+    return false;
+}
+
+const char *pdk_builtin_protected_match(const char *path, bool is_dir)
+{
+    const char *const *lists[] = {pdk_builtin_protected, pdk_builtin_protected_commit};
+    for (size_t l = 0; l < PDK_ARRAY_SIZE(lists); l++)
+        for (size_t i = 0; lists[l][i]; i++)
+            if (entry_at(path, lists[l][i], true) ||
+                (!is_dir && ends_in_entry_dir(path, lists[l][i])))
+                return lists[l][i];
+    if (pdk_protected_git_path(path, is_dir))
+        return ".git/";
+    return NULL;
+}
 
 const char *const pdk_builtin_hidden_home[] = {
     ".ssh",
@@ -202,28 +329,15 @@ static void sort_diags(pdk_policy_diag *d, size_t n)
     }
 }
 
-/* s quoted for a one-line message: "...", with quotes, backslashes and the characters of
- * pdk_char_needs_escape() escaped, and long values cut (between characters) with "...". */
+/* s quoted for a one-line message: "...", escaped as display.h says (quotes too), and long
+ * values cut (between characters) with "...". */
 static char *quote(const char *s, size_t len)
 {
-    const unsigned char *u = (const unsigned char *)s;
+    size_t shown = pdk_display_cut(s, len, MAX_SHOWN_CHARS);
     pdk_buf b = {0};
     pdk_buf_puts(&b, "\"");
-    size_t i = 0;
-    while (i < len && i < MAX_SHOWN_CHARS) {
-        uint32_t cp;
-        size_t n = pdk_utf8_next(u + i, len - i, &cp);
-        if (cp == '"' || cp == '\\')
-            pdk_buf_printf(&b, "\\%c", (char)cp);
-        else if (cp < 0x80 && pdk_char_needs_escape(cp))
-            pdk_buf_printf(&b, "\\x%02x", (unsigned)cp);
-        else if (pdk_char_needs_escape(cp))
-            pdk_buf_printf(&b, "\\u%04x", (unsigned)cp);
-        else
-            pdk_buf_append(&b, s + i, n);
-        i += n;
-    }
-    if (i < len)
+    pdk_display_escape(&b, s, shown, PDK_DISPLAY_QUOTE);
+    if (shown < len)
         pdk_buf_puts(&b, "...");
     pdk_buf_puts(&b, "\"");
     return pdk_buf_steal(&b);

@@ -152,20 +152,48 @@ char *pdk_policy_describe_rule(const pdk_policy *policy, ssize_t rule);
 /* The same for a network rule: "network rule 2 (line 9: open.feishu.cn POST,PUT ask)". */
 char *pdk_policy_describe_net_rule(const pdk_policy *policy, ssize_t rule);
 
-/* Workspace-relative paths that are read-only in every sandbox (and that commit refuses by
- * default), whatever the policy says: ".git/hooks/", ".git/config", ".mcp.json", editor
- * settings, and the settings, commands and agents of coding agents (".codex/",
- * ".claude/..."): code that runs later outside the sandbox. A trailing "/" marks a
- * directory. NULL-terminated. */
+/* Protected paths: files that run code outside the sandbox later (git's configuration and
+ * hooks, coding agents' and editors' settings, MCP servers, hooks and commands, direnv,
+ * dev containers, package managers' settings naming programs, shell start-up files).
+ * docs/policy.md ("Built-in lists") is the one description; every writable place a
+ * sandbox has (the workspace, a writable bind, an agent's home layer) must apply them.
+ * Entries are relative, a trailing "/" marks a directory and everything beneath it.
+ *
+ * pdk_builtin_protected: read-only in every sandbox at the workspace root and at the root
+ * of every writable bind (a missing one gets an empty read-only directory in an overlay
+ * workspace), and refused by `paddock commit` at every depth ("sub/.git/config",
+ * "pkg/.mcp.json").
+ * pdk_builtin_protected_commit: refused by commit at every depth, and left writable in the
+ * sandbox, where the tools of a run read and write them (".npmrc", ".envrc",
+ * ".claude/settings.local.json", ...).
+ * Beyond the lists, what git reads or runs from a repository's directory at any depth
+ * (pdk_protected_git_path), and in commit.c what core.hooksPath of the real repository's
+ * configuration names and the configuration and hooks of a bare repository. */
 extern const char *const pdk_builtin_protected[];
+extern const char *const pdk_builtin_protected_commit[];
 
-/* Home-relative start-up files and agents' executable configuration (shell rc files,
- * ".gitconfig", ".config/git/", ".claude/settings.json", ".claude/commands/",
- * ".claude/agents/", ".codex/config.toml") that are read-only wherever the sandbox could
- * otherwise write them: when the workspace or a writable bind contains them, and always in
- * a persistent home (home.persist), where the missing ones are made empty first so that
- * they cannot be created. A trailing "/" marks a directory. NULL-terminated. */
+/* Home-relative: shell start-up files, ".gitconfig" and ".config/git/", and the agents'
+ * own executable configuration ("~/.claude/settings.json", "~/.claude/commands/",
+ * "~/.claude/agents/", "~/.claude/hooks/", "~/.codex/config.toml", ...). Read-only
+ * wherever the sandbox could otherwise write them: when the workspace or a writable bind
+ * contains them, whatever else of ~/.claude or ~/.codex a policy makes writable, and
+ * always in a persistent home (home.persist), where the missing ones are made empty first
+ * so that they cannot be created. A missing one inside a writable bind of the host's
+ * (which writes straight to the host) cannot be made read-only: paddock run refuses such
+ * a bind, naming it. A trailing "/" marks a directory. NULL-terminated. */
 extern const char *const pdk_builtin_protected_home[];
+
+/* True when path (workspace-relative) is something git reads or runs from a repository's
+ * directory, at any depth: beneath a ".git" component, a "config", "config.worktree" or
+ * "commondir" file or anything under "hooks" (".git/modules/x/hooks/y" included); or a
+ * ".git" that is not a directory (is_dir false), which sends git elsewhere. */
+bool pdk_protected_git_path(const char *path, bool is_dir);
+
+/* The built-in entry that protects path (workspace-relative) at any depth, or NULL: an
+ * entry of either list at the start of path or after any '/', a file or symlink (is_dir
+ * false) where the directory of such an entry must be ("sub/.claude" as a symlink), or a
+ * path of pdk_protected_git_path (".git/" then). */
+const char *pdk_builtin_protected_match(const char *path, bool is_dir);
 
 /* Home-relative credential locations hidden in every sandbox (".ssh", ".aws", ".gnupg",
  * ".config/gh", ...), in addition to the policy's filesystem.read_deny. NULL-terminated. */

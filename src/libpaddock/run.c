@@ -5,6 +5,8 @@
 #include "audit.h"
 #include "exec_listener.h"
 #include "changes.h"
+#include "commit.h"
+#include "display.h"
 #include "environ.h"
 #include "fsutil.h"
 #include "gateway.h"
@@ -75,9 +77,10 @@ static int open_spool(run_state *st, pdk_error *err)
 
 static json_t *argv_json(char *const *argv)
 {
+    /* a word that is not UTF-8 is kept, escaped, rather than dropped (display.h) */
     json_t *a = json_array();
     for (size_t i = 0; argv && argv[i]; i++)
-        json_array_append_new(a, json_string(argv[i]));
+        json_array_append_new(a, pdk_display_json_string(argv[i]));
     return a;
 }
 
@@ -354,15 +357,54 @@ static int build_config(run_state *st, pdk_error *err)
         pdk_strv_free(rel);
         return -1;
     }
-    /* Start-up files and agents' configuration of the home directory, wherever the sandbox
-     * could write them: a persistent home has them all (made empty when missing). */
+    /* Start-up files and the agents' own configuration in the home directory, wherever
+     * the sandbox could write them (a persistent home has them all, made empty when
+     * missing). One that is missing in a writable bind of the host's (which writes
+     * straight to the host) cannot be made read-only: such a bind is refused. */
+    pdk_buf missing = {0};
+    const char *missing_bind = NULL;
     for (size_t i = 0; pdk_builtin_protected_home[i]; i++) {
         _cleanup_free_ char *p = pdk_path_join(st->home, pdk_builtin_protected_home[i]);
-        bool writable = pdk_path_is_within(p, st->workspace);
-        for (size_t b = 0; b < cfg->bind_count && !writable; b++)
-            writable = cfg->binds[b].writable && pdk_path_is_within(p, cfg->binds[b].target);
-        if (writable)
-            add_protected(st, &cfg->protect_paths, &rel, p, st->workspace, true);
+        _cleanup_free_ char *bare = xstrdup(p); /* without the trailing '/' of a directory */
+        for (size_t n = strlen(bare); n > 1 && bare[n - 1] == '/'; n--)
+            bare[n - 1] = '\0';
+        const pdk_bind *bind = NULL;
+        for (size_t b = 0; b < cfg->bind_count && !bind; b++)
+            if (cfg->binds[b].writable && pdk_path_is_within(bare, cfg->binds[b].target))
+                bind = &cfg->binds[b];
+        bool in_workspace = pdk_path_is_within(bare, st->workspace);
+        if (!bind && !in_workspace)
+            continue;
+        /* where it is on the host: beneath the bind's source */
+        _cleanup_free_ char *source =
+            bind ? pdk_path_join(bind->source, pdk_path_relative(bare, bind->target)) : NULL;
+        struct stat sb;
+        if (bind && !in_workspace && lstat(source, &sb) < 0 && errno == ENOENT) {
+            *strrchr(source, '/') = '\0';
+            if (stat(source, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+                pdk_buf_printf(&missing, "%s%s", missing.len ? ", " : "", p);
+                missing_bind = bind->target;
+            }
+            continue;
+        }
+        for (size_t b = 0; b < cfg->bind_count; b++)
+            if (cfg->binds[b].writable && pdk_path_is_within(cfg->binds[b].target, bare))
+                pdk_warn("filesystem.write: %s is protected (it runs outside the sandbox later) "
+                         "and stays read-only",
+                         cfg->binds[b].target);
+        add_protected(st, &cfg->protect_paths, &rel, p, st->workspace, true);
+    }
+    if (missing.len) {
+        pdk_error_set(
+            err, 0,
+            "filesystem.write: %s is writable, and the sandbox could create %s there, "
+            "which runs outside the sandbox later (see Built-in lists in docs/policy.md): "
+            "create %s first (an empty file or directory; {} for a .json file), or make "
+            "a narrower path writable",
+            missing_bind, missing.data, strchr(missing.data, ',') ? "them" : "it");
+        pdk_buf_free(&missing);
+        pdk_strv_free(rel);
+        return -1;
     }
     pdk_strv_free(st->session->protected_paths);
     st->session->protected_paths = rel ? rel : xcalloc(1, sizeof(char *));
@@ -864,7 +906,8 @@ static int approval_ask(run_state *st, pdk_store *store, pdk_approval *a, pdk_er
 static int ask_human(run_state *st, pdk_run_report *report, pdk_error *err)
 {
     _cleanup_free_ char *cwd = getcwd(NULL, 0);
-    _cleanup_free_ char *line = argv_line(st->opt->argv);
+    _cleanup_free_ char *line = pdk_display_argv(st->opt->argv);
+    _cleanup_free_ char *cwd_shown = pdk_display(cwd ? cwd : "");
     if (open_spool(st, err) < 0)
         return -1;
     pdk_store *store = NULL;
@@ -892,14 +935,14 @@ static int ask_human(run_state *st, pdk_run_report *report, pdk_error *err)
     if (approval_ask(st, store, &a, err) < 0)
         goto out;
     int64_t timeout = st->policy->approval_timeout_seconds;
-    fprintf(stderr,
-            "paddock: approval %s: `%s` in %s needs a human (%s: %s); answer with paddock "
-            "approve %s, or paddock deny %s (waiting up to %llds)\n",
-            a.id, line, a.cwd, a.rule, a.reason, a.id, a.id, (long long)timeout);
+    pdk_notice(PDK_NOTICE_APPROVAL, PDK_NOTICE_PRINT,
+               "approval %s: `%s` in %s needs a human (%s: %s); answer with paddock approve %s, "
+               "or paddock deny %s (waiting up to %llds)",
+               a.id, line, cwd_shown, a.rule, a.reason, a.id, a.id, (long long)timeout);
     int tty = open_prompt_tty();
     if (tty >= 0)
         dprintf(tty, "paddock: run `%s` in %s? [y]es, [n]o, [a]lways for this session: ", line,
-                a.cwd);
+                cwd_shown);
     struct sigaction sa = {.sa_handler = on_ask_signal}, old_int, old_term;
     sigemptyset(&sa.sa_mask);
     ask_interrupted = 0;
@@ -963,8 +1006,7 @@ static int ask_human(run_state *st, pdk_run_report *report, pdk_error *err)
         json_object_set_new(o, "state", json_string(pdk_approval_state_name(got.state)));
         json_object_set_new(o, "by", json_string(got.answered_by ? got.answered_by : ""));
         json_object_set_new(o, "always", json_boolean(got.always));
-        json_object_set_new(o, "reason",
-                            got.answer_reason ? json_string(got.answer_reason) : json_null());
+        json_object_set_new(o, "reason", pdk_display_json_string(got.answer_reason));
         if (!approved)
             snprintf(report->message, sizeof(report->message), "denied by %s%s%s (approval %s)",
                      got.answered_by ? got.answered_by : "a human", got.answer_reason ? ": " : "",
@@ -978,10 +1020,9 @@ static int ask_human(run_state *st, pdk_run_report *report, pdk_error *err)
                      "no answer to approval %s in %llds: denied (approvals.on_timeout)", a.id,
                      (long long)timeout);
         else
-            fprintf(stderr,
-                    "paddock: no answer to approval %s in %llds: allowed "
-                    "(approvals.on_timeout)\n",
-                    a.id, (long long)timeout);
+            pdk_notice(PDK_NOTICE_APPROVAL, PDK_NOTICE_PRINT,
+                       "no answer to approval %s in %llds: allowed (approvals.on_timeout)", a.id,
+                       (long long)timeout);
     } else {
         approved = false;
         json_object_set_new(o, "state", json_string("expired"));
@@ -1089,16 +1130,22 @@ static char **known_command_names(const pdk_command_rules *rules)
     return names;
 }
 
-/* A command line for a human, bounded. */
+/* A command line for a human, bounded: its first words (LINE_MAX_SHOWN bytes of them)
+ * escaped and shell-quoted (pdk_display_argv), and how many there are when not all. */
 static char *exec_line(char *const *argv)
 {
-    pdk_buf b = {0};
-    size_t i = 0;
-    for (; argv[i] && b.len < LINE_MAX_SHOWN; i++)
-        pdk_buf_printf(&b, "%s%s", i ? " " : "", argv[i]);
-    if (argv[i])
-        pdk_buf_printf(&b, " ... (%zu arguments)", i + pdk_strv_length(argv + i));
-    return b.data ? pdk_buf_steal(&b) : xstrdup("");
+    size_t n = 0, bytes = 0;
+    for (; argv[n] && bytes < LINE_MAX_SHOWN; n++)
+        bytes += strlen(argv[n]) + 1;
+    char **head = xcalloc(n + 1, sizeof(char *));
+    memcpy(head, argv, n * sizeof(char *));
+    char *shown = pdk_display_argv(head);
+    free(head);
+    if (!argv[n])
+        return shown;
+    char *more = xasprintf("%s ... (%zu arguments)", shown, n + pdk_strv_length(argv + n));
+    free(shown);
+    return more;
 }
 
 /* argv into o as "argv": whole when it is of a sensible size, else its first words with
@@ -1327,10 +1374,12 @@ static void poll_asks(evutil_socket_t fd, short what, void *arg)
             bool allow = a.state == PDK_APPROVAL_APPROVED;
             json_object_set_new(o, "by", json_string(a.answered_by ? a.answered_by : ""));
             json_object_set_new(o, "always", json_boolean(a.always));
-            _cleanup_free_ char *msg =
-                xasprintf("paddock: denied by %s%s%s (approval %s)\n",
-                          a.answered_by ? a.answered_by : "a human", a.answer_reason ? ": " : "",
-                          a.answer_reason ? a.answer_reason : "", p->id);
+            json_object_set_new(o, "reason", pdk_display_json_string(a.answer_reason));
+            /* on the sandbox's stderr, which may be a terminal */
+            _cleanup_free_ char *by = pdk_display(a.answered_by ? a.answered_by : "a human");
+            _cleanup_free_ char *why = a.answer_reason ? pdk_display(a.answer_reason) : NULL;
+            _cleanup_free_ char *msg = xasprintf("paddock: denied by %s%s%s (approval %s)\n", by,
+                                                 why ? ": " : "", why ? why : "", p->id);
             finish_ask(w, i, allow, o, msg);
         } else {
             json_decref(o);
@@ -1421,10 +1470,9 @@ static pdk_exec_answer judge_exec(void *arg, pdk_exec_request *req, char *messag
     if (w->refused_line && req->pid == w->refused_pid) {
         line = argv_line(req->argv); /* whole: two commands alike in what is shown differ */
         if (strcmp(line, w->refused_line) == 0) {
-            snprintf(message, message_size, "%s", w->refused_message);
+            /* refused the same way, and silently: the first refusal told it already */
+            message[0] = '\0';
             pthread_mutex_unlock(&w->lock);
-            if (pdk_notices_held() && stderr_is_terminal(req->pid))
-                message[0] = '\0';
             return PDK_EXEC_DENY;
         }
     }
@@ -1475,8 +1523,9 @@ static pdk_exec_answer judge_exec(void *arg, pdk_exec_request *req, char *messag
             line = argv_line(req->argv);
         note_refusal(w, req->pid, line, message);
         bool quiet = v.rule >= 0 && st->policy->commands.rules[v.rule].quiet;
+        _cleanup_free_ char *shown = exec_line(req->argv);
         pdk_notice(PDK_NOTICE_EXEC_REFUSED, quiet ? PDK_NOTICE_QUIET : 0,
-                   "refused: `%s` (pid %d): %s (%s)", line, (int)req->pid, v.reason, how);
+                   "refused: `%s` (pid %d): %s (%s)", shown, (int)req->pid, v.reason, how);
         /* The process is told on its stderr, unless that is the terminal a command that
          * owns it draws on (the notice is aside then). */
         if (pdk_notices_held() && stderr_is_terminal(req->pid))
@@ -1689,6 +1738,12 @@ int pdk_run(const pdk_run_options *given, pdk_run_report *report, pdk_error *err
             pdk_warn("session %s was in use when the system went down: files written just "
                      "before may be missing from its layer (check with paddock diff %s)",
                      st.session->id, st.session->id);
+        /* A commit of the session killed half-way: its temporaries go before the sandbox
+         * sees the workspace. */
+        _cleanup_close_ int real = open(st.workspace, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        pdk_error recover_err = {0};
+        if (real >= 0 && pdk_commit_recover(real, st.session->dir, &recover_err) < 0)
+            pdk_warn("session %s: %s", st.session->id, recover_err.message);
         free(st.session->boot_id);
         st.session->boot_id = pdk_session_current_boot_id();
     } else {

@@ -2,6 +2,7 @@
 #include "sandbox.h"
 
 #include "cgroup.h"
+#include "display.h"
 #include "log.h"
 #include "mounts.h"
 #include "sandbox_child.h"
@@ -73,7 +74,7 @@ static void explain_init_failure(int sock, pid_t pid, int pidfd, pdk_error *err)
 static void exec_failure_message(const pdk_supervisor_outcome *o, pdk_sandbox_result *res)
 {
     /* (shown on one line, whatever the name holds) */
-    _cleanup_free_ char *cmd = pdk_escape_text(o->exec_command);
+    _cleanup_free_ char *cmd = pdk_display(o->exec_command);
     switch (o->exec_errno) {
     case ENOENT:
     case ENOTDIR:
@@ -124,7 +125,7 @@ static void fill_result(const pdk_supervisor_outcome *o, pdk_sandbox_result *res
         res->exit_status = 128 + SIGKILL;
     } else if (o->setup_failed) {
         res->exit_status = PDK_EXIT_PADDOCK_FAILED;
-        _cleanup_free_ char *text = pdk_escape_text(o->message);
+        _cleanup_free_ char *text = pdk_display(o->message);
         snprintf(res->message, sizeof(res->message), "sandbox setup failed: %.990s", text);
     } else {
         int s = o->init_wait_status;

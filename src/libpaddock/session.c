@@ -1,6 +1,7 @@
 /* session.c: see session.h. */
 #include "session.h"
 
+#include "display.h"
 #include "fsutil.h"
 #include "log.h"
 
@@ -100,7 +101,7 @@ json_t *pdk_session_json_path(const char *path)
         hex[2 * i + 1] = digits[(unsigned char)path[i] & 15];
     }
     hex[2 * n] = '\0';
-    _cleanup_free_ char *shown = pdk_escape_text(path);
+    _cleanup_free_ char *shown = pdk_display(path);
     return json_pack("{s:s, s:s}", "hex", hex, "text", shown);
 }
 

@@ -1,6 +1,7 @@
 /* statedir.c: see statedir.h. */
 #include "statedir.h"
 
+#include "display.h"
 #include "fsutil.h"
 
 #include <dirent.h>
@@ -206,7 +207,7 @@ static int check_state_dir(const char *path, bool create, pdk_error *err)
     if (only < 0)
         return pdk_error_set(err, errno, "cannot read state dir %s", path);
     if (only == 0) {
-        _cleanup_free_ char *shown = pdk_escape_text(foreign);
+        _cleanup_free_ char *shown = pdk_display(foreign);
         return pdk_error_set(err, 0,
                              "state dir %s holds files that are not paddock's (%s, ...): set "
                              "PADDOCK_STATE_DIR to an empty directory or to a new path",

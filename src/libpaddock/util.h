@@ -99,24 +99,6 @@ size_t pdk_buf_replace_all(pdk_buf *out, const char *s, size_t len, const char *
 /* Wipe a secret string and free it (NULL-safe). */
 void pdk_free_secret(char *s);
 
-/* The UTF-8 sequence at s (at most n > 0 bytes): its length, and its code point in *cp; 1
- * and the byte itself for anything malformed. */
-size_t pdk_utf8_next(const unsigned char *s, size_t n, uint32_t *cp);
-/* Characters that must not reach a terminal raw: controls (C0, DEL, C1), line and paragraph
- * separators, bidirectional overrides and isolates ("Trojan Source"), the BOM. */
-bool pdk_char_needs_escape(uint32_t cp);
-/* Append s (len bytes) to out with those characters escaped (\x1b, \u202e) and bytes
- * that are not UTF-8 as \xNN, and backslashes doubled: one line, shown as it is. */
-void pdk_buf_escape(pdk_buf *out, const char *s, size_t len);
-/* The same as a new string. */
-char *pdk_escape_text(const char *s);
-/* For a message, a line paddock itself writes around names and paths (pdk_error, the
- * log): the same escapes, but backslashes left as they are, so that a message made of
- * parts escaped already stays as it is (escaping it again changes nothing). */
-void pdk_buf_escape_message(pdk_buf *out, const char *s, size_t len);
-/* Whether pdk_buf_escape_message leaves s as it is. */
-bool pdk_text_is_clean(const char *s);
-
 /* The value of a hex digit (0-9, a-f, A-F), or -1. */
 int pdk_hex_value(int c);
 

@@ -419,10 +419,12 @@ as_user() {
 
 # with_pty CMD...: run CMD as a session leader with a new pty as its controlling terminal
 # (its stdin, stdout and stderr); prints what it wrote (CRLF as LF) and exits with its
-# status.
+# status. With PTY_PROMPT and PTY_ANSWER set, ANSWER is typed once PROMPT has shown.
 with_pty() {
     timeout -k 5 90 "$PYTHON" -c '
 import os, pty, sys
+prompt = os.environ.get("PTY_PROMPT", "").encode()
+answer = os.environ.get("PTY_ANSWER", "").encode()
 pid, fd = pty.fork()
 if pid == 0:
     os.execvp(sys.argv[1], sys.argv[1:])
@@ -435,6 +437,9 @@ while True:
     if not data:
         break
     out += data
+    if prompt and prompt in out:
+        os.write(fd, answer)
+        prompt = b""
 _, status = os.waitpid(pid, 0)
 sys.stdout.write(out.decode(errors="replace").replace("\r\n", "\n"))
 sys.exit(os.waitstatus_to_exitcode(status))
@@ -693,6 +698,39 @@ start_fake_feishu() {
     IFS= read -r -t 30 FS_PORT <"$fifo"
     rm -f "$fifo"
     [ -n "$FS_PORT" ] || bail_out "the fake Feishu server did not start"
+}
+
+# start_until_asked NAME [RUN-ARGS...]: paddock run RUN-ARGS in the background from
+# ${ASK_DIR:-$WS}, with paddock's stderr read through a fifo until its notice says that an
+# approval request waits (an event: the request is in the store by then). Sets ID (empty
+# when none came within 30 s) and BG; the command's stdout goes to $T/NAME.out, the stderr
+# read so far to $T/NAME.err. finish_asked NAME adds the rest of the stderr and waits.
+start_until_asked() {
+    local name="$1" line
+    shift
+    mkfifo "$T/$name.fifo" || return 1
+    (cd "${ASK_DIR:-$WS}" && HOME="$TEST_HOME" PATH="$SANDBOX_PATH" LANG="$SANDBOX_LANG" \
+        timeout -k 5 60 "$PADDOCK" run "$@" </dev/null >"$T/$name.out" 2>"$T/$name.fifo") &
+    BG=$!
+    track_pid "$BG"
+    exec {ASK_FD}<"$T/$name.fifo"
+    rm -f "$T/$name.fifo"
+    : >"$T/$name.err"
+    ID=""
+    while IFS= read -r -t 30 -u "$ASK_FD" line; do
+        printf '%s\n' "$line" >>"$T/$name.err"
+        if [[ $line =~ ^paddock:\ approval\ ([0-9a-f]{16}):.*needs\ a\ human ]]; then
+            ID=${BASH_REMATCH[1]}
+            return 0
+        fi
+    done
+    return 1
+}
+
+finish_asked() {
+    timeout 30 cat <&"$ASK_FD" >>"$T/$1.err"
+    exec {ASK_FD}<&-
+    wait "$BG" 2>/dev/null
 }
 
 # ---- the test upstream (tests/integration/upstream.py) -----------------------------------

@@ -250,7 +250,7 @@ fifo_case "a fifo where a spool file should be" "$STATE/audit-spool/0000-fifo.js
 
 prun --workspace "$T/no"$'\n'"such" -- true
 expect_eq "an error about a path with a newline is one line" "" "$(one_line "$ERR")"
-expect_match "... the newline shown as \\x0a" 'workspace .*/no\\x0asuch does not exist' "$ERR"
+expect_match "... the newline shown as \\n" 'workspace .*/no\\nsuch does not exist' "$ERR"
 wrun -- $'no-such-\x1b[2J\xffcommand'
 expect_eq "a command name with an escape sequence and a bad byte: one line" "" "$(one_line "$ERR")"
 expect_match "... shown escaped" "cannot run 'no-such-\\\\x1b\[2J\\\\xffcommand'" "$ERR"

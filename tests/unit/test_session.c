@@ -2,6 +2,7 @@
  * path that is not UTF-8 goes to session.json as its bytes and comes back the same
  * (session.c); a message shows C0/C1 controls, bidirectional controls and bytes that are
  * not UTF-8 escaped, on one line, and stays as it is when escaped again (util.c, error.c). */
+#include "display.h"
 #include "error.h"
 #include "session.h"
 #include "util.h"
@@ -23,7 +24,7 @@ static void test_escape(void **state)
         const char *in, *out;
     } cases[] = {
         {"plain text/ok", "plain text/ok"},
-        {"a\nb\tc\rd", "a\\x0ab\\x09c\\x0dd"},
+        {"a\nb\tc\rd", "a\\nb\\tc\\rd"},
         {"esc\x1b[2Jx\x7f", "esc\\x1b[2Jx\\x7f"},
         {"bad\xff\xfe", "bad\\xff\\xfe"},
         {"c1\xc2\x9b"
@@ -38,10 +39,11 @@ static void test_escape(void **state)
         {"cut\xe6\xbc", "cut\\xe6\\xbc"},            /* a sequence cut short */
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        char *got = pdk_escape_text(cases[i].in);
+        char *got = pdk_display(cases[i].in);
         assert_string_equal(got, cases[i].out);
-        assert_true(pdk_text_is_clean(got));
-        assert_int_equal(pdk_text_is_clean(cases[i].in), strcmp(cases[i].in, cases[i].out) == 0);
+        assert_true(pdk_display_is_plain(got, strlen(got), PDK_DISPLAY_RAW_BACKSLASH));
+        assert_int_equal(pdk_display_is_plain(cases[i].in, strlen(cases[i].in), 0),
+                         strcmp(cases[i].in, cases[i].out) == 0);
         free(got);
     }
 }
@@ -51,17 +53,16 @@ static void test_error_one_line(void **state)
     (void)state;
     pdk_error err = {0};
     pdk_error_set(&err, 0, "workspace %s does not exist", "/tmp/a\nb\xff");
-    assert_string_equal(err.message, "workspace /tmp/a\\x0ab\\xff does not exist");
+    assert_string_equal(err.message, "workspace /tmp/a\\nb\\xff does not exist");
     pdk_error_prefix(&err, "session %s", "x\x1b");
-    assert_string_equal(err.message,
-                        "session x\\x1b: workspace /tmp/a\\x0ab\\xff does not exist");
+    assert_string_equal(err.message, "session x\\x1b: workspace /tmp/a\\nb\\xff does not exist");
     /* A long message is cut at a character's boundary. */
     char big[2000];
     memset(big, 'a', sizeof(big));
     memcpy(big + 1019, "\xe6\xbc\xa2", 3);
     big[sizeof(big) - 1] = '\0';
     pdk_error_set(&err, 0, "%s\n", big);
-    assert_true(pdk_text_is_clean(err.message));
+    assert_true(pdk_display_is_plain(err.message, strlen(err.message), PDK_DISPLAY_RAW_BACKSLASH));
 }
 
 static void test_path_bytes(void **state)
