@@ -95,7 +95,7 @@ expect_eq "... and writing none of it" "" "$(ls -A "$HOMEWS")"
 # A home directory made writable: its agent configuration stays read-only, hidden files
 # under it stay hidden.
 mkdir -p "$TEST_HOME/.claude/commands" "$TEST_HOME/.claude/agents" "$TEST_HOME/.claude/hooks" \
-    "$TEST_HOME/.config/git"
+    "$TEST_HOME/.claude/skills" "$TEST_HOME/.claude/plugins" "$TEST_HOME/.config/git"
 printf '{"theme": "dark"}\n' >"$TEST_HOME/.claude/settings.json"
 printf '[user]\n\tname = u\n' >"$TEST_HOME/.config/git/config"
 printf 'https://u:secret@example.invalid\n' >"$TEST_HOME/.config/git/credentials"
@@ -108,11 +108,13 @@ wrun --policy "$T/home.yaml" -- sh -c '
 w() { if (printf "$2" >>"$1") 2>/dev/null; then echo written; else echo refused; fi; }
 w "$HOME/.claude/settings.json" "{\"hooks\": 1}\n"
 w "$HOME/.claude/commands/x.md" x
+w "$HOME/.claude/skills/SKILL.md" x
+w "$HOME/.claude/plugins/known.json" x
 w "$HOME/.config/git/config" "[core]\n\tfsmonitor = x\n"
 w "$HOME/.claude/history.jsonl" "state\n"
 cat "$HOME/.config/git/credentials" 2>/dev/null | wc -c'
-expect_eq "~/.claude/settings.json, ~/.claude/commands/ and ~/.config/git/ stay read-only; the rest of ~/.claude is writable; the credentials stay hidden" \
-    "refused refused refused written 0" "$(printf '%s' "$OUT" | tr '\n' ' ')"
+expect_eq "~/.claude/settings.json, ~/.claude/commands/, skills/, plugins/ and ~/.config/git/ stay read-only; the rest of ~/.claude is writable; the credentials stay hidden" \
+    "refused refused refused refused refused written 0" "$(printf '%s' "$OUT" | tr '\n' ' ')"
 expect_eq "... the real settings are untouched" '{"theme": "dark"}' \
     "$(cat "$TEST_HOME/.claude/settings.json")"
 rmdir "$TEST_HOME/.claude/agents"

@@ -1404,7 +1404,10 @@ static void test_builtin_lists(void **state)
                                                  ".claude/commands/",
                                                  ".claude/agents/",
                                                  ".claude/hooks/",
+                                                 ".claude/skills/",
+                                                 ".claude/plugins/",
                                                  ".codex/config.toml",
+                                                 ".codex/skills/",
                                                  ".gemini/settings.json",
                                                  ".cursor/mcp.json",
                                                  NULL};
