@@ -1,6 +1,7 @@
 /* cmd_secret.c: paddock secret set|list|rm */
 #include "cli.h"
 
+#include "../libpaddock/home.h"
 #include "../libpaddock/token_answer.h"
 #include "../libpaddock/vault.h"
 
@@ -26,10 +27,11 @@ static const char usage[] =
     "PADDOCK_VAULT_KEY_FD.\n"
     "\n"
     "set   store NAME; the value comes from stdin (a terminal is asked without echo; one\n"
-    "      trailing newline is dropped) or from FILE, never from the command line\n"
+    "      trailing newline is dropped) or from FILE, never from the command line; a new\n"
+    "      value makes the placeholders kept for NAME with persistent homes new\n"
     "list  names, kinds, when made and last used, and when a minted token expires; never\n"
     "      values\n"
-    "rm    remove NAME\n"
+    "rm    remove NAME, and the placeholders kept for it with persistent homes\n"
     "\n"
     "  --from-file FILE  read the value from FILE\n"
     "  --json            one JSON object (list: one a line)\n"
@@ -72,13 +74,34 @@ static int read_value(const char *name, char **out, size_t *len, pdk_error *err)
     return 0;
 }
 
-static int open_vault(bool create, pdk_vault **v)
+static int open_vault(bool create, pdk_vault **v, char **state_out)
 {
     pdk_error err = {0};
     _cleanup_free_ char *state = NULL;
     if (pdk_cli_state_dir(create, &state, &err) < 0 || pdk_vault_open(state, create, v, &err) < 0)
         return pdk_cli_fail(&err, PDK_EXIT_FAILED);
+    if (state_out)
+        *state_out = steal_pointer(&state);
     return PDK_EXIT_OK;
+}
+
+/* The placeholders kept with persistent homes that stand for secret name: made anew at
+ * their next run, since what they stand for changes (home.h). *forgotten: how many. */
+static int forget_placeholders(const char *state, const char *name, size_t *forgotten)
+{
+    pdk_error err = {0};
+    if (pdk_home_placeholders_forget(state, name, forgotten, &err) < 0) {
+        pdk_error_prefix(&err, "%s is unchanged", name);
+        return pdk_cli_fail(&err, PDK_EXIT_FAILED);
+    }
+    return PDK_EXIT_OK;
+}
+
+static void say_forgotten(size_t forgotten)
+{
+    if (forgotten > 0)
+        printf("(%zu placeholder%s kept with persistent homes made anew at the next run)\n",
+               forgotten, forgotten == 1 ? "" : "s");
 }
 
 typedef struct list_args {
@@ -179,7 +202,7 @@ int pdk_cmd_secret(int argc, char **argv)
     if (strcmp(sub, "list") == 0) {
         if (name)
             return pdk_cli_usage_error("secret list", "unexpected argument '%s'", name);
-        if ((r = open_vault(false, &v)) != PDK_EXIT_OK)
+        if ((r = open_vault(false, &v, NULL)) != PDK_EXIT_OK)
             return r;
         list_args la = {json, v};
         pdk_vault_each(v, print_entry, &la);
@@ -197,14 +220,22 @@ int pdk_cmd_secret(int argc, char **argv)
                                    "\"%s\" is not a secret name (letters, digits, '.', "
                                    "'_', '-'; at most 128)",
                                    name);
-    if ((r = open_vault(strcmp(sub, "set") == 0, &v)) != PDK_EXIT_OK)
+    _cleanup_free_ char *state = NULL;
+    if ((r = open_vault(strcmp(sub, "set") == 0, &v, &state)) != PDK_EXIT_OK)
         return r;
+    size_t forgotten = 0;
     if (strcmp(sub, "rm") == 0) {
-        r = pdk_vault_remove(v, name, &err) < 0 ? pdk_cli_fail(&err, PDK_EXIT_FAILED) : PDK_EXIT_OK;
-        if (r == PDK_EXIT_OK && json)
-            pdk_cli_print_json(json_pack("{s:s, s:b}", "name", name, "removed", 1));
-        else if (r == PDK_EXIT_OK)
+        /* The placeholders that stood for it first: a failure there changes nothing. */
+        r = forget_placeholders(state, name, &forgotten);
+        if (r == PDK_EXIT_OK && pdk_vault_remove(v, name, &err) < 0)
+            r = pdk_cli_fail(&err, PDK_EXIT_FAILED);
+        if (r == PDK_EXIT_OK && json) {
+            pdk_cli_print_json(json_pack("{s:s, s:b, s:I}", "name", name, "removed", 1,
+                                         "placeholders_forgotten", (json_int_t)forgotten));
+        } else if (r == PDK_EXIT_OK) {
             printf("removed %s\n", name);
+            say_forgotten(forgotten);
+        }
         pdk_vault_close(v);
         return r;
     }
@@ -217,8 +248,20 @@ int pdk_cmd_secret(int argc, char **argv)
     size_t read_len = len; /* what is wiped: the trailing newline too */
     if (rr == 0 && file && len > 0 && value[len - 1] == '\n')
         len--;
-    if (rr == 0)
+    if (rr == 0) {
+        /* A new value: the placeholders that stood for the old one are made anew (first, so
+         * that a failure there changes nothing). The same value again keeps them. */
+        pdk_error ignored = {0};
+        const char *old = pdk_vault_get(v, name, false, &ignored);
+        bool same = old && strlen(old) == len && sodium_memcmp(old, value, len) == 0;
+        if (!same && forget_placeholders(state, name, &forgotten) != PDK_EXIT_OK) {
+            sodium_memzero(value, len);
+            free(value);
+            pdk_vault_close(v);
+            return PDK_EXIT_FAILED;
+        }
         rr = pdk_vault_set(v, name, "static", value, len, &err);
+    }
     if (value) {
         sodium_memzero(value, read_len > len ? read_len : len);
         free(value);
@@ -226,9 +269,12 @@ int pdk_cmd_secret(int argc, char **argv)
     pdk_vault_close(v);
     if (rr < 0)
         return pdk_cli_fail(&err, PDK_EXIT_FAILED);
-    if (json)
-        pdk_cli_print_json(json_pack("{s:s, s:b}", "name", name, "stored", 1));
-    else
+    if (json) {
+        pdk_cli_print_json(json_pack("{s:s, s:b, s:I}", "name", name, "stored", 1,
+                                     "placeholders_forgotten", (json_int_t)forgotten));
+    } else {
         printf("stored %s\n", name);
+        say_forgotten(forgotten);
+    }
     return PDK_EXIT_OK;
 }

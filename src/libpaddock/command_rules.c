@@ -477,6 +477,7 @@ static void make_forms(char *const *argv, forms *f)
 typedef struct judge_context {
     const pdk_command_rules *rules;
     char *const *const *ancestors;
+    const pdk_command_query *query; /* its reader of sourced files */
 } judge_context;
 
 static bool matches_some_form(const pdk_command_rule *pattern, const forms *f)
@@ -618,8 +619,13 @@ static void judge(const judge_context *c, char *const *argv, int depth, pdk_comm
         return;
     }
     v->through_shell = true;
+    const pdk_command_query *q = c->query;
+    pdk_shell_options options = {.shell = pdk_shell_wrapper_name(argv),
+                                 .read_file = q ? q->read_file : NULL,
+                                 .read_file_arg = q ? q->read_file_arg : NULL,
+                                 .home = q ? q->home : NULL};
     pdk_shell_split_t split;
-    pdk_shell_split(script, &split);
+    pdk_shell_split_with(script, &options, &split);
     if (!split.reducible) {
         v->unreducible = true;
         /* Judged as a whole: a rule about the wrapper decides, else what the script runs
@@ -680,7 +686,7 @@ void pdk_command_rules_judge_more(const pdk_command_rules *rules, const pdk_comm
         consider(out, rules->default_decision, -1, "the default for commands");
         return;
     }
-    judge_walk w = {{rules, q->ancestors}, out};
+    judge_walk w = {{rules, q->ancestors, q}, out};
     each_name(q, judge_one, &w);
 }
 

@@ -98,6 +98,12 @@ typedef struct pdk_command_query {
     /* The argvs of its ancestors that an `under` pattern matched when they started,
      * NULL-terminated (NULL: none): what `under` rules look at. */
     char *const *const *ancestors;
+    /* For a shell script that sources a file: the file's text as the process that runs it
+     * sees it (shell.h, pdk_shell_options.read_file), and the HOME it starts with. NULL:
+     * such a script is judged as a whole. */
+    int (*read_file)(void *arg, const char *path, char **text);
+    void *read_file_arg;
+    const char *home;
 } pdk_command_query;
 
 /* Judge argv (NULL-terminated, at least one word), with no other names or ancestors. */

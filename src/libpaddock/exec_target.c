@@ -11,7 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -648,6 +650,44 @@ int pdk_exec_open_root(pid_t pid)
     char where[64];
     snprintf(where, sizeof(where), "/proc/%d/root", (int)pid);
     return open(where, O_PATH | O_DIRECTORY | O_CLOEXEC);
+}
+
+int pdk_exec_read_text(pid_t pid, const char *path, size_t max, char **text)
+{
+    *text = NULL;
+    _cleanup_close_ int root = pdk_exec_open_root(pid);
+    if (root < 0)
+        return -1;
+    /* Only a path without symlinks that leads nowhere is missing: through a symlink,
+     * /proc/self (and so /dev/stdin, /dev/fd/N) is the supervisor's, which is not in the
+     * sandbox's pid namespace (ENOENT, where the shell reads its stdin). Magic links
+     * (/proc/PID/fd/N) are never followed. */
+    struct open_how how = {.flags = O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC,
+                           .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS};
+    _cleanup_close_ int fd = (int)syscall(SYS_openat2, root, path, &how, sizeof(how));
+    if (fd < 0 && (errno == ENOENT || errno == ENOTDIR))
+        return 0;
+    if (fd < 0 && errno == ELOOP) {
+        how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+        fd = (int)syscall(SYS_openat2, root, path, &how, sizeof(how));
+    }
+    if (fd < 0)
+        return -1;
+    struct stat st;
+    struct statfs fs;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > max ||
+        fstatfs(fd, &fs) < 0 || fs.f_type == PROC_SUPER_MAGIC || fs.f_type == SYSFS_MAGIC)
+        return -1;
+    char *buf;
+    size_t len;
+    if (pdk_read_all(fd, &buf, &len, max) < 0)
+        return -1;
+    if (memchr(buf, '\0', len)) {
+        free(buf);
+        return -1;
+    }
+    *text = buf;
+    return 0;
 }
 
 void pdk_exec_target_resolve(const pdk_exec_call *call, int root_fd, pdk_exec_known *known,

@@ -75,6 +75,15 @@ typedef struct pdk_exec_call {
 /* The root directory of pid (O_PATH), or -1 with errno. */
 int pdk_exec_open_root(pid_t pid);
 
+/* The text of a file as pid sees it (path resolved in its root; symlinks followed there,
+ * /proc's magic links not): what a shell that pid runs reads when it sources the file.
+ * Returns 0 with *text a new string, or with *text NULL when there is no such file (a path
+ * without symlinks that leads nowhere); -1 when it cannot be read, is not a regular file,
+ * lives in /proc or /sys, holds a NUL byte or is larger than max, or when a symlink on its
+ * way leads nowhere (/dev/stdin: /proc/self is not the caller's there). Non-blocking: a
+ * FIFO never holds the caller. */
+int pdk_exec_read_text(pid_t pid, const char *path, size_t max, char **text);
+
 /* Fill out (which is overwritten) for call. root_fd: the process's root when the caller
  * knows it (every process of a sandbox without nested user namespaces has its init's), or
  * -1 to open /proc/PID/root. known may be NULL. Never fails: what cannot be found is left

@@ -63,6 +63,7 @@ typedef struct run_state {
     uint16_t *egress_ports;
     pdk_gateway_credential *credentials; /* values from the vault, placeholders of the run */
     char **credential_env;               /* NAME=placeholder for the sandbox */
+    char **kept_placeholder_keys;        /* kept_placeholders()'s keys */
     char **placeholder_files;            /* in the state dir, bound in; removed at the end */
 } run_state;
 
@@ -576,23 +577,81 @@ static void add_bind(pdk_sandbox_config *cfg, const char *dir, const char *name,
 
 /* A placeholder that looks like what it stands for: the policy's prefix (clients that check
  * a key's shape, "sk-proj-"), else "t-" for a Feishu tenant token, else paddock's mark; then
- * 24 random bytes in lowercase hex, which is what the gateway recognises it by
- * (placeholder_scan.h), whatever the prefix. */
-static char *make_placeholder(const pdk_credential *c)
+ * 24 random bytes in lowercase hex (random: those kept with a persistent home, or NULL for
+ * new ones), which is what the gateway recognises it by (placeholder_scan.h), whatever the
+ * prefix. */
+static char *make_placeholder(const pdk_credential *c, const char *random)
 {
-    unsigned char r[PDK_PLACEHOLDER_RANDOM_HEX / 2];
-    randombytes_buf(r, sizeof(r));
-    char hex[2 * sizeof(r) + 1];
-    sodium_bin2hex(hex, sizeof(hex), r, sizeof(r));
+    char hex[PDK_PLACEHOLDER_RANDOM_HEX + 1];
+    if (random) {
+        snprintf(hex, sizeof(hex), "%s", random);
+    } else {
+        unsigned char r[PDK_PLACEHOLDER_RANDOM_HEX / 2];
+        randombytes_buf(r, sizeof(r));
+        sodium_bin2hex(hex, sizeof(hex), r, sizeof(r));
+    }
     const char *prefix = c->placeholder_prefix                               ? c->placeholder_prefix
                          : c->provider == PDK_CREDENTIAL_FEISHU_TENANT_TOKEN ? "t-"
                                                                              : "pdk-ph-";
     return xasprintf("%s%s", prefix, hex);
 }
 
-/* A placeholder for each credential (new every run), for the sandbox's environment. No
- * secret is touched here: this runs before the sandbox is cloned, and a clone copies the
- * supervisor's memory into the sandbox's init. */
+/* The vault names credential c is made of (a NULL-terminated view of its fields). */
+static char **credential_secrets(const pdk_credential *c)
+{
+    const char *const fields[] = {c->value_secret,      c->app_id_secret,
+                                  c->app_secret_secret, c->refresh_token_secret,
+                                  c->client_id_secret,  c->client_secret_secret};
+    return pdk_strv_view(fields, PDK_ARRAY_SIZE(fields), (char *const[]){NULL});
+}
+
+/* With a persistent home: the random parts of the placeholders kept with it (home.h),
+ * made when missing (except under the readonly profile, which writes nothing): in
+ * value[i] for credential i's, and app_secret[i] for a Feishu app secret's stand-in (both
+ * NULL when kept with no home, or when there is none). */
+static int kept_placeholders(run_state *st, const char **value, const char **app_secret,
+                             pdk_home_placeholder **list_out, pdk_error *err)
+{
+    *list_out = NULL;
+    const pdk_policy *pol = st->policy;
+    size_t n = pol->credential_count;
+    if (!pol->home_persist || st->confined || n == 0)
+        return 0;
+    pdk_home_placeholder *list = xcalloc(2 * n, sizeof(*list));
+    char **keys = NULL;
+    size_t count = 0;
+    for (size_t i = 0; i < n; i++) {
+        const pdk_credential *c = &pol->credentials[i];
+        pdk_strv_push(&keys, c->name);
+        list[count++].secrets = credential_secrets(c);
+        if (c->provider == PDK_CREDENTIAL_FEISHU_TENANT_TOKEN) {
+            pdk_strv_push_take(&keys, xasprintf("%s/app_secret", c->name));
+            list[count++].secrets = credential_secrets(c);
+        }
+    }
+    for (size_t k = 0; k < count; k++)
+        list[k].key = keys[k];
+    int r =
+        pdk_home_placeholders(st->state_dir, pol->home_persist, list, count, !st->readonly, err);
+    for (size_t k = 0; k < count; k++)
+        free((char **)list[k].secrets);
+    st->kept_placeholder_keys = keys;
+    if (r < 0) {
+        free(list);
+        return -1;
+    }
+    for (size_t i = 0, k = 0; i < n; i++) {
+        value[i] = list[k++].random;
+        if (pol->credentials[i].provider == PDK_CREDENTIAL_FEISHU_TENANT_TOKEN)
+            app_secret[i] = list[k++].random;
+    }
+    *list_out = list;
+    return 0;
+}
+
+/* A placeholder for each credential (new every run, or kept with a persistent home), for
+ * the sandbox's environment. No secret is touched here: this runs before the sandbox is
+ * cloned, and a clone copies the supervisor's memory into the sandbox's init. */
 /* A credential's placeholder.file: the placeholder in a file of the state dir (hidden
  * inside), bound read-only at the path the policy names (outside the workspace: a file
  * there would be a change of the session). */
@@ -622,10 +681,15 @@ static int make_placeholders(run_state *st, pdk_error *err)
     size_t n = st->policy->credential_count;
     st->credentials = xcalloc(n + 1, sizeof(*st->credentials));
     st->credential_env = xcalloc(1, sizeof(char *));
+    _cleanup_free_ pdk_home_placeholder *kept = NULL;
+    _cleanup_free_ const char **kept_value = xcalloc(n + 1, sizeof(char *));
+    _cleanup_free_ const char **kept_app_secret = xcalloc(n + 1, sizeof(char *));
+    if (kept_placeholders(st, kept_value, kept_app_secret, &kept, err) < 0)
+        return -1;
     for (size_t i = 0; i < n; i++) {
         const pdk_credential *c = &st->policy->credentials[i];
         st->credentials[i].policy = c;
-        st->credentials[i].placeholder = make_placeholder(c);
+        st->credentials[i].placeholder = make_placeholder(c, kept_value[i]);
         pdk_redact_add_placeholder(st->credentials[i].placeholder);
         if (c->placeholder_env)
             pdk_strv_push_take(&st->credential_env, xasprintf("%s=%s", c->placeholder_env,
@@ -635,7 +699,8 @@ static int make_placeholders(run_state *st, pdk_error *err)
         if (c->provider == PDK_CREDENTIAL_FEISHU_TENANT_TOKEN) {
             /* a stand-in for the app secret too, which the gateway's answer to the token
              * endpoint accepts */
-            st->credentials[i].placeholder_app_secret = make_placeholder(&(pdk_credential){0});
+            st->credentials[i].placeholder_app_secret =
+                make_placeholder(&(pdk_credential){0}, kept_app_secret[i]);
             pdk_redact_add_placeholder(st->credentials[i].placeholder_app_secret);
             if (c->placeholder_app_secret_env)
                 pdk_strv_push_take(&st->credential_env,
@@ -720,6 +785,8 @@ static void free_credentials(run_state *st)
     st->credentials = NULL;
     pdk_strv_free(st->credential_env);
     st->credential_env = NULL;
+    pdk_strv_free(st->kept_placeholder_keys);
+    st->kept_placeholder_keys = NULL;
     for (char **f = st->placeholder_files; f && *f; f++)
         (void)unlink(*f);
     pdk_strv_free(st->placeholder_files);
@@ -1068,7 +1135,8 @@ typedef struct installer_proc {
 #define AUDIT_ARGS         16384     /* an argv recorded whole up to this many ... */
 #define AUDIT_ARGV_BYTES   (1 << 20) /* ... and bytes; else its first words and counts */
 #define AUDIT_ARGS_EXCERPT 1024
-#define LINE_MAX_SHOWN     2000 /* of a command line shown on stderr */
+#define LINE_MAX_SHOWN     2000      /* of a command line shown on stderr */
+#define SOURCED_FILE_MAX   (1 << 20) /* of a file a judged shell script sources */
 
 /* What the run keeps for the exec listener: judge_exec and connect_allowed run on the
  * listener's thread, ask_exec and the approvals' polling on the loop; lock guards what both
@@ -1201,6 +1269,13 @@ static char ***installer_ancestors(exec_watch *w, pid_t pid)
     return found;
 }
 
+/* A file a shell script the exec runs sources, as that process sees it. */
+static int read_sourced_file(void *arg, const char *path, char **text)
+{
+    const pdk_exec_request *req = arg;
+    return pdk_exec_read_text(req->pid, path, SOURCED_FILE_MAX, text);
+}
+
 /* Judge every way the exec may be seen (exec_target.h), the strictest winning. */
 static void judge_target(exec_watch *w, const pdk_exec_request *req, pdk_command_verdict *v)
 {
@@ -1208,7 +1283,11 @@ static void judge_target(exec_watch *w, const pdk_exec_request *req, pdk_command
     const pdk_exec_target *t = req->target;
     pthread_mutex_lock(&w->lock);
     _cleanup_free_ char ***ancestors = rules->has_under ? installer_ancestors(w, req->pid) : NULL;
-    pdk_command_query q = {.argv = req->argv, .ancestors = (char *const *const *)ancestors};
+    pdk_command_query q = {.argv = req->argv,
+                           .ancestors = (char *const *const *)ancestors,
+                           .read_file = read_sourced_file,
+                           .read_file_arg = (void *)req,
+                           .home = w->st->home};
     if (!t || t->count == 0) {
         pdk_command_rules_judge_query(rules, &q, v);
     } else {

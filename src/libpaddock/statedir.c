@@ -113,7 +113,8 @@ static bool is_paddock_entry(const char *name)
             return true;
     return pdk_str_has_prefix(name, "paddock.db") || pdk_str_has_prefix(name, ".paddock.") ||
            pdk_str_has_prefix(name, "vault.key.") || strcmp(name, "store.lock") == 0 ||
-           strcmp(name, "audit-head") == 0; /* store.h, audit.c */
+           strcmp(name, "audit-head") == 0 ||      /* store.h, audit.c */
+           strcmp(name, "home-placeholders") == 0; /* home.h */
 }
 
 /* 1 when the state dir holds only what paddock puts there (*foreign: NULL), 0 when it holds

@@ -6,8 +6,10 @@
 # Codex's config.toml) stays read-only, missing or not, and cannot be moved aside and made
 # anew; what the human puts there on the host is what the agent sees; a symlink planted in
 # its place stops the run; confined runs get a fresh home, the readonly profile a read-only
-# one; two runs share one home at once. And a `write` path that does not exist stops the
-# run (it was a warning, and what the sandbox wrote there was lost).
+# one; two runs share one home at once; a credential's placeholder is kept with the home
+# (the same at every run with it, another elsewhere, new when its secret changes). And a
+# `write` path that does not exist stops the run (it was a warning, and what the sandbox
+# wrote there was lost).
 . "$(dirname "$0")/lib.sh"
 need_userns
 
@@ -110,6 +112,110 @@ cd - >/dev/null || true
 expect_eq "two runs of one persistent home at once both work" "0 0 1 2" \
     "$rc1 $rc2 $(cat "$H/.agent/sessions/run1" "$H/.agent/sessions/run2" 2>/dev/null | paste -sd' ')"
 
+# ---- placeholders kept with the home --------------------------------------------------------
+# A credential's placeholder is the same at every run with one persistent home (so that what
+# an agent approved by its key holds: Claude Code approves a key by its last 20 characters),
+# another with another home or none; kept in the state dir, never in the home; made anew
+# when its secret gets another value or is removed, or when the home is made anew.
+set_secret api_key "first-value-$RANDOM"
+cred='network:
+  default: deny
+  rules:
+    - {host: api.example.test, decision: allow}
+credentials:
+  - name: api
+    provider: static
+    value: {secret: api_key}
+    hosts: [api.example.test]
+    inject: {header: x-api-key, value: "{token}"}
+    placeholder: {env: API_KEY, prefix: sk-test-}'
+write_policy "$T/cred.yaml" "version: 1
+home:
+  persist: agent
+$cred"
+write_policy "$T/cred-other.yaml" "version: 1
+home:
+  persist: other-agent
+$cred"
+write_policy "$T/cred-none.yaml" "version: 1
+$cred"
+# key POLICY: the placeholder a run with POLICY sees, in KEY.
+key() {
+    wrun --policy "$1" -- sh -c 'echo "$API_KEY"'
+    KEY=$OUT
+}
+key "$T/cred.yaml"
+p1=$KEY
+expect_match "with a persistent home, a credential's placeholder: its prefix and 48 random hex digits" \
+    '^sk-test-[0-9a-f]{48}$' "$p1"
+key "$T/cred.yaml"
+expect_eq "... the same at the next run with that home (another session)" "$p1" "$KEY"
+key "$T/cred-other.yaml"
+expect_ne "... another with another home" "$p1" "$KEY"
+key "$T/cred-none.yaml"
+none1=$KEY
+key "$T/cred-none.yaml"
+expect_eq "... and without one, new at every run" "no no" \
+    "$([ "$none1" = "$p1" ] && echo yes || echo no) $([ "$KEY" = "$none1" ] && echo yes || echo no)"
+expect_eq "... kept in the state dir, which the sandbox never sees (0600), never in the home" \
+    "600 0" "$(stat -c %a "$STATE/home-placeholders/agent.json") $(grep -rlF "${p1#sk-test-}" "$STATE/homes" | wc -l)"
+wrun --policy "$T/cred.yaml" -- sh -c 'ls ~/.. "$PADDOCK_STATE_DIR" 2>&1; cat '"$STATE"'/home-placeholders/agent.json 2>&1'
+expect_eq "... (not even under the state dir's path inside)" 0 "$(printf '%s' "$OUT" | grep -c "${p1#sk-test-}")"
+wrun --policy "$T/cred.yaml" -- true "$p1"
+pdk audit --json
+expect_eq "... and redacted from the audit log like any placeholder (here in an argv)" "0 yes" \
+    "$(printf '%s' "$OUT" | grep -c "${p1#sk-test-}") $(printf '%s' "$OUT" | grep -q '"true",' && echo yes)"
+# Two first runs of a home at once agree on it.
+write_policy "$T/cred-race.yaml" "version: 1
+home:
+  persist: racer
+$cred"
+cd "$WS" || bail_out "cd $WS"
+for i in 1 2; do
+    HOME="$TEST_HOME" PATH="$SANDBOX_PATH" timeout -k 5 60 "$PADDOCK" run --policy "$T/cred-race.yaml" -- \
+        sh -c 'echo "$API_KEY"' </dev/null >"$T/race$i.out" 2>/dev/null &
+    eval "race$i=\$!"
+done
+wait "$race1"
+wait "$race2"
+cd - >/dev/null || true
+expect_eq "two first runs of a home at once see one placeholder" "$(cat "$T/race1.out")" "$(cat "$T/race2.out")"
+# The secret set to another value, or removed: made anew. The same value again: kept.
+printf '%s\n' "first-value-again" | HOME="$TEST_HOME" "$PADDOCK" secret set api_key >"$T/set.out"
+key "$T/cred.yaml"
+p2=$KEY
+expect_ne "the secret set to another value: a new placeholder" "$p1" "$p2"
+expect_match "... which paddock secret set says" 'placeholders? kept with persistent homes made anew' "$(cat "$T/set.out")"
+printf '%s\n' "first-value-again" | HOME="$TEST_HOME" "$PADDOCK" secret set api_key >/dev/null
+key "$T/cred.yaml"
+expect_eq "... set to the same value again: kept" "$p2" "$KEY"
+HOME="$TEST_HOME" "$PADDOCK" secret rm api_key >/dev/null
+set_secret api_key "first-value-again"
+key "$T/cred.yaml"
+expect_ne "... removed (and set again): a new one" "$p2" "$KEY"
+p3=$KEY
+mv "$H" "$T/home-aside"
+key "$T/cred.yaml"
+expect_ne "the home's directory made anew: a new one" "$p3" "$KEY"
+rm -rf "$H"
+mv "$T/home-aside" "$H"
+# Under the readonly profile nothing is written: a kept one is used, none is made.
+rm -f "$STATE/home-placeholders/agent.json"
+wrun --profile readonly --policy "$T/cred.yaml" -- sh -c 'echo "$API_KEY"'
+expect_eq "the readonly profile makes none" "0 no" \
+    "$RC $([ -e "$STATE/home-placeholders/agent.json" ] && echo yes || echo no)"
+key "$T/cred.yaml"
+p4=$KEY
+wrun --profile readonly --policy "$T/cred.yaml" -- sh -c 'echo "$API_KEY"'
+expect_eq "... and uses the one kept" "$p4" "$OUT"
+# A damaged file stops the run, naming it and the fix.
+printf 'not json' >"$STATE/home-placeholders/agent.json"
+key "$T/cred.yaml"
+expect_match "a damaged file of kept placeholders: the run stops, saying which and what to do" \
+    "^paddock: .*/home-placeholders/agent.json is damaged \(remove it: its credentials get new placeholders\)$" "$ERR"
+expect_eq "... (exit 125, nothing ran)" "125 " "$RC $OUT"
+rm -f "$STATE/home-placeholders/agent.json"
+
 # ---- a write path that does not exist ---------------------------------------------------------
 write_policy "$T/missing-write.yaml" "version: 1
 filesystem:
@@ -129,4 +235,4 @@ home:
 pdk policy lint "$T/bad.yaml"
 expect_match "... and refuses a name that would leave STATE/homes" \
     'bad.yaml:3:12: home.persist: "../escape" is not a home name' "$OUT$ERR"
-expect_eq "... nothing made for it" "" "$(ls -A "$STATE/homes" | grep -v -e '^agent$' -e '^other-agent$')"
+expect_eq "... nothing made for it" "" "$(ls -A "$STATE/homes" | grep -v -e '^agent$' -e '^other-agent$' -e '^racer$')"

@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
 # t_agents: real coding agents inside paddock, with the shipped policies
-# (examples/codex.yaml, examples/claude-code.yaml) and only the test's upstream added: Codex
+# (examples/codex.yaml, examples/claude-code.yaml: their command rules included, a shorter
+# approval timeout, so that a run that waits fails fast) and only the test's upstream added: Codex
 # CLI (`codex exec`) and Claude Code (`claude -p`), from npm (pinned in tests/node), against
 # the fake model API (tests/fixtures/fake_model_api.py) standing for api.openai.com and
 # api.anthropic.com on 127.0.0.1 behind TLS with a test CA. The sandbox holds placeholders;
 # the gateway injects the real keys from the vault. Each agent completes a task (a file
 # written with its own tool, seen in `paddock diff`), over the Responses API's WebSocket
 # and over SSE for Codex, the Messages API over SSE for Claude Code; the fake received the
-# real keys; no sandbox process, file or output holds them; a second run of the same agent
-# (another session) continues the first conversation from its persistent home.
+# real keys; no sandbox process, file or output holds them; nothing waited for a human (the
+# agents' own shells, their snapshots of the login shell included, are judged command by
+# command); a second run of the same agent (another session) continues the first
+# conversation from its persistent home, where its placeholders are kept too (Claude Code's
+# approval of its key holds). A `git push` Codex runs for the model waits for a human, who
+# refuses it, and the model is told.
 . "$(dirname "$0")/lib.sh"
 need_userns
 [ -e "$PADDOCK_BUILD/paddock-gateway.so" ] || bail_out "paddock-gateway.so is not built"
@@ -49,7 +54,9 @@ text, port, ca, nm = open(sys.argv[1]).read(), sys.argv[2], sys.argv[3], sys.arg
 extra = ('  resolve: {"api.openai.com:443": "127.0.0.1:%s", "api.anthropic.com:443": "127.0.0.1:%s"}\n'
          '  upstream_ca: [%s]\n' % (port, port, ca))
 assert "network:\n" in text and "  read_allow: [~/.gitconfig]\n" in text
+assert "commands:\n" in text and "approvals:\n  timeout: 15m\n" in text
 text = text.replace("network:\n", "network:\n" + extra, 1)
+text = text.replace("approvals:\n  timeout: 15m\n", "approvals:\n  timeout: 30s\n", 1)
 text = text.replace("  read_allow: [~/.gitconfig]\n", "  read_allow: [~/.gitconfig, %s]\n" % nm, 1)
 print(text, end="")
 PY
@@ -114,14 +121,34 @@ run_plain() {
     AGENT_OUT=$(cat "$T/plain.out") AGENT_ERR=$(cat "$T/plain.err")
     OUT=$AGENT_OUT ERR=$AGENT_ERR
 }
+# session_of TEXT: the session a run's stderr names.
+session_of() {
+    printf '%s\n' "$1" | sed -nE 's/^paddock: session ([^ ]+): .*/\1/p' | tail -n1
+}
+# asked SESSION: the command lines the session's approvals asked about, one a line.
+asked() {
+    HOME="$TEST_HOME" timeout 60 "$PADDOCK" audit --json </dev/null | "$PYTHON" -c '
+import json, sys
+for line in sys.stdin:
+    e = json.loads(line)
+    if e["session"] == sys.argv[1] and e["kind"] == "approval.asked":
+        print(" ".join(e["data"].get("argv") or []).replace("\n", " "))' "$1"
+}
+# expect_unasked NAME SESSION: nothing of the session waited for a human.
+expect_unasked() {
+    expect_eq "... nothing waited for a human (the agent's own shells included)" "" \
+        "$(asked "$2" | cut -c1-300)"
+}
 # expect_task NAME FILE TEXT TOOL API: the agent's run completed its task: exit 0, its last
 # line "Done: wrote FILE.", FILE with TEXT in the session's diff, written with the agent's
-# own TOOL; every request of API carried the real key; while held, nothing inside held it.
+# own TOOL; every request of API carried the real key; while held, nothing inside held it;
+# no approval was asked.
 expect_task() {
     local name=$1 file=$2 text=$3 tool=$4 api=$5 session
     expect_eq "$name: the task completes (exit 0, its last message)" "0 Done: wrote $file." \
         "$AGENT_RC $(printf '%s\n' "$AGENT_OUT" | tail -n1)"
-    session=$(printf '%s\n' "$AGENT_ERR" | sed -nE 's/^paddock: session ([^ ]+): .*/\1/p' | tail -n1)
+    session=$(session_of "$AGENT_ERR")
+    expect_unasked "$name" "$session"
     pdk diff "$session"
     expect_match "... its file shows in paddock diff" "\+\+\+ b/$file.*\+$text" "$(printf '%s' "$OUT" | tr '\n' ' ')"
     expect_eq "... written by its own tool ($tool, running inside)" 1 \
@@ -150,6 +177,7 @@ run_plain codex-resume --policy "$T/codex.yaml" -- "$CODEX" "${CODEX_FLAGS[@]}" 
     "Which file did I ask for?"
 expect_eq "a second run of codex (another session) resumes the first conversation" \
     "0 Earlier you asked for codex.txt." "$RC $(printf '%s\n' "$AGENT_OUT" | tail -n1)"
+expect_unasked codex-resume "$(session_of "$AGENT_ERR")"
 expect_eq "... the fake received the first prompt again, from Codex's saved session" 1 \
     "$(log_count "l['api'] == 'openai' and l['turn'] == 'text' and 'codex $nonce' in json.dumps(l['body'])")"
 
@@ -161,8 +189,45 @@ expect_eq "codex exec over SSE: the task completes" "0 Done: wrote sse.txt." \
     "$RC $(printf '%s\n' "$AGENT_OUT" | tail -n1)"
 expect_eq "... over POST /v1/responses as server-sent events, with the real key" yes \
     "$([ "$(log_count 'l["transport"] == "sse" and l["path"] == "/v1/responses" and l["key_sha256"] == openai')" -ge 2 ] && echo yes)"
-pdk diff "$(printf '%s\n' "$AGENT_ERR" | sed -nE 's/^paddock: session ([^ ]+): .*/\1/p' | tail -n1)"
+sse_session=$(session_of "$AGENT_ERR")
+expect_unasked codex-sse "$sse_session"
+pdk diff "$sse_session"
 expect_match "... its file shows in paddock diff" "\+sse $nonce" "$OUT"
+
+# ---- Codex runs a git push the model asks for: the rule holds it for a human ----------------
+start_bg codex-push.fifo --timeout 150 --workspace "$WS" --policy "$T/codex.yaml" -- \
+    "$CODEX" "${CODEX_FLAGS[@]}" "Run the command: git push origin main"
+# The approval's notice on paddock's stderr (an event: bounded by the run's own timeout).
+notice=$(timeout 170 grep -m1 -E 'approval [0-9a-f]+: ' < <(tail -n +1 --pid="$BG_PID" -f "$BG_ERR"))
+ID=$(printf '%s\n' "$notice" | sed -nE 's/.*approval ([0-9a-f]+): .*/\1/p')
+[ -n "$ID" ] && pdk deny "$ID" --reason "not before review $nonce"
+AGENT_OUT=$(timeout 160 cat <&"$BG_FD")
+exec {BG_FD}<&-
+wait "$BG_PID" # (bounded: paddock run --timeout)
+AGENT_RC=$?
+AGENT_ERR=$(cat "$BG_ERR")
+_last_cmd="codex git push" RC=$AGENT_RC OUT=$AGENT_OUT ERR=$AGENT_ERR
+# (Codex runs it through its shell snapshot once it has one: a long bash -c script that
+# sources the snapshot and ends in exec bash -c COMMAND, judged command by command.)
+expect_match "codex exec running git push: it waits for a human, for the rule about pushes" \
+    'git push origin main.*` \(pid [0-9]+\) needs a human \(rule [0-9]+ \(line [0-9]+: \[git, \[push, send-email\]\] ask\): publishes code\)' \
+    "$notice"
+push_session=$(session_of "$AGENT_ERR")
+asked_lines=$(asked "$push_session")
+expect_eq "... the only approval of its run (Codex's own shells asked nothing)" "1 yes" \
+    "$(printf '%s\n' "$asked_lines" | grep -c .) $(case "$asked_lines" in *"git push origin main"*) echo yes ;; esac)"
+expect_eq "... refused by a human, the agent goes on and ends" "0 Done: ran the command." \
+    "$AGENT_RC $(printf '%s\n' "$AGENT_OUT" | tail -n1)"
+# Codex reports a command it could not start as the error alone, without what the process
+# was told on its stderr (paddock's reason): the model sees the refusal, not why.
+expect_eq "... the model was told its command was refused (in the tool's result it got back)" 1 \
+    "$([ "$(log_count "l['api'] == 'openai' and 'Permission denied' in json.dumps(l['body'])")" -ge 1 ] && echo 1)"
+expect_eq "... and git never ran" 0 "$(HOME="$TEST_HOME" timeout 60 "$PADDOCK" audit --json </dev/null |
+    "$PYTHON" -c '
+import json, sys
+print(sum(1 for line in sys.stdin for e in [json.loads(line)]
+          if e["session"] == sys.argv[1] and e["kind"] == "exec" and e["data"]["argv"][0].endswith("git")
+          and "push" in e["data"]["argv"]))' "$push_session")"
 
 # ---- Claude Code over the Messages API's SSE ------------------------------------------------
 run_agent claude --policy "$T/claude.yaml" -- "$CLAUDE" -p --dangerously-skip-permissions \
@@ -177,6 +242,34 @@ run_plain claude-continue --policy "$T/claude.yaml" -- "$CLAUDE" -p --continue \
     --dangerously-skip-permissions "Which file did I ask for?"
 expect_eq "a second run of claude --continue (another session) finds the first conversation" \
     "0 Earlier you asked for claude.txt." "$RC $(printf '%s\n' "$AGENT_OUT" | tail -n1)"
+expect_unasked claude-continue "$(session_of "$AGENT_ERR")"
+
+# ---- Claude Code's approval of its key holds across runs --------------------------------------
+# Interactive Claude Code asks "use this API key?" for a key it does not know, and keeps the
+# answer in ~/.claude.json: customApiKeyResponses.approved (or .rejected) holds the key's
+# last 20 characters (its code: key.trim().slice(-20); a key is "approved", "rejected" or
+# else "new", which asks). Its persistent home keeps the placeholder too, so one approval
+# holds: a run records it as Claude Code's own approval writes it, and a later run (another
+# session) finds its key approved, as Claude Code's check reads it; another home does not.
+approve_py='
+import json, os, sys
+path = os.path.expanduser("~/.claude.json")
+config = json.load(open(path)) if os.path.exists(path) else {}
+key = os.environ["ANTHROPIC_API_KEY"].strip()[-20:]
+answers = config.get("customApiKeyResponses") or {}
+approved, rejected = answers.get("approved") or [], answers.get("rejected") or []
+if sys.argv[1] == "approve":
+    config["customApiKeyResponses"] = {"approved": approved + [key] * (key not in approved), "rejected": rejected}
+    json.dump(config, open(path, "w"), indent=2)
+print("approved" if key in approved or sys.argv[1] == "approve" else "rejected" if key in rejected else "new")'
+run_plain claude-approve --policy "$T/claude.yaml" -- /usr/bin/python3 -c "$approve_py" approve
+expect_eq "Claude Code's key approved in its home (as its approval writes it)" "0 approved" "$RC $AGENT_OUT"
+run_plain claude-approved --policy "$T/claude.yaml" -- /usr/bin/python3 -c "$approve_py" check
+expect_eq "... a later run (another session) finds its key approved: Claude Code does not ask again" \
+    "0 approved" "$RC $AGENT_OUT"
+sed 's/^  persist: claude-code$/  persist: claude-code-elsewhere/' "$T/claude.yaml" >"$T/claude-elsewhere.yaml"
+run_plain claude-elsewhere --policy "$T/claude-elsewhere.yaml" -- /usr/bin/python3 -c "$approve_py" check
+expect_eq "... with another home it is another key, not approved there" "0 new" "$RC $AGENT_OUT"
 
 # ---- what is left ---------------------------------------------------------------------------
 expect_eq "no persistent home holds a real key" 0 \

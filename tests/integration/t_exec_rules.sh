@@ -142,3 +142,36 @@ import json, sys
 want = json.load(open(sys.argv[1]))
 ex = [json.loads(l)["data"] for l in sys.stdin if l.strip()]
 print(any(e.get("argv") == want for e in ex))' "$WS/argv.json")"
+
+# A shell script run inside that sources a file is judged with the file's text as the
+# sandbox sees it: a builtin the file runs (which no exec would show) counts like the
+# script's own; a file paddock cannot read for it (/dev/stdin: the script's input) leaves
+# the script to be judged as a whole.
+cat >"$T/sourced.yaml" <<'YAML'
+version: 1
+commands:
+  rules:
+    - {match: [kill], decision: deny, reason: "no signals"}
+approvals:
+  timeout: 1
+YAML
+printf 'true\n' >"$WS/quiet.sh"
+printf 'kill -0 $$\n' >"$WS/signal.sh"
+cat >"$WS/outer.sh" <<EOF
+bash -c '. $WS/quiet.sh && echo sourced'
+echo "quiet exit \$?"
+bash -c 'source "$WS/signal.sh"; echo signalled'
+echo "signal exit \$?"
+echo true | bash -c '. /dev/stdin && echo stdin'
+echo "stdin exit \$?"
+EOF
+wrun --policy "$T/sourced.yaml" -- sh ./outer.sh
+expect_match "a script sourcing a file of harmless commands runs, unasked" \
+    "^sourced
+quiet exit 0" "$OUT"
+expect_match "one sourcing a file that runs a denied builtin is refused by that rule" \
+    "signal exit 126" "$OUT"
+expect_match "... its stderr says which" "paddock: denied by the policy: no signals \(rule 1 " "$ERR"
+expect_match "one sourcing its stdin is judged as a whole: it asks (here: nobody answers)" \
+    "stdin exit 126" "$OUT"
+expect_eq "... the only approval asked" 1 "$(printf '%s\n' "$ERR" | grep -c 'needs a human')"

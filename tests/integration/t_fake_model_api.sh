@@ -100,6 +100,18 @@ expect_eq "... text/event-stream, chunked, with a request id" "yes yes yes" \
 expect_match "... an exec_command call takes its command as cmd" \
     'response.function_call_arguments.done.*"arguments": "\{\\"cmd\\": \\"printf .*x y.* > a.txt\\"\}"' "$(cat "$T/body")"
 
+req "Authorization: Bearer $OPENAI_KEY" /v1/responses \
+    '{"model":"gpt-5","input":"Run the command: git push origin main","tools":[{"type":"function","name":"exec_command","parameters":{"type":"object","properties":{"cmd":{"type":"string"}}}}]}'
+expect_match "\"run the command: C\": the shell tool runs C as it is" \
+    '"arguments": "\{\\"cmd\\": \\"git push origin main\\"\}"' "$(cat "$T/body")"
+call_id=$("$PYTHON" -c 'import json, sys; print(json.load(open(sys.argv[1]))["output"][0]["call_id"])' "$T/body")
+req "Authorization: Bearer $OPENAI_KEY" /v1/responses \
+    '{"model":"gpt-5","input":[{"type":"message","role":"user","content":"Run the command: git push origin main"},{"type":"function_call_output","call_id":"'"$call_id"'","output":"refused"}]}'
+expect_match "... and once its result comes back, says so" '"text": "Done: ran the command."' "$(cat "$T/body")"
+req "x-api-key: $ANTHROPIC_KEY" /v1/messages \
+    '{"model":"c","max_tokens":9,"messages":[{"role":"user","content":"run the command: ls -l"}],"tools":[{"name":"Bash","input_schema":{}}]}'
+expect_match "... with Anthropic's Bash tool too" '"name": "Bash", "input": \{"command": "ls -l"' "$(cat "$T/body")"
+
 req "x-api-key: $ANTHROPIC_KEY" /v1/messages \
     '{"model":"claude-x","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"Hi"}]}'
 expect_eq "Messages API over SSE: framed, message_start ... message_stop" ok "$(sse_check anthropic)"

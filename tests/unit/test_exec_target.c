@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -316,6 +317,49 @@ static void test_interpreter_and_loader(void **state)
     pdk_exec_target_free(&t);
 }
 
+/* A sourced file's text as a process sees it (pdk_exec_read_text), for this process. */
+static void test_read_text(void **state)
+{
+    pid_t self = getpid();
+    char *text = NULL;
+    write_file("sourced-env.sh", "export A=1\n", 0644);
+    _cleanup_free_ char *env = in_dir("sourced-env.sh"), *link = in_dir("sourced-env-link"),
+                        *none = in_dir("sourced-none.sh"), *dangling = in_dir("sourced-dangling"),
+                        *fifo = in_dir("sourced-fifo"), *stdin_link = in_dir("sourced-stdin-link"),
+                        *nul = in_dir("sourced-nul"), *big = in_dir("sourced-big");
+    assert_int_equal(symlink(env, link), 0);
+    assert_int_equal(pdk_exec_read_text(self, env, 1024, &text), 0);
+    assert_string_equal(text, "export A=1\n");
+    free(text);
+    assert_int_equal(pdk_exec_read_text(self, link, 1024, &text), 0);
+    assert_string_equal(text, "export A=1\n");
+    free(text);
+    /* No such file: the shell's source fails, nothing runs. */
+    assert_int_equal(pdk_exec_read_text(self, none, 1024, &text), 0);
+    assert_null(text);
+    /* A symlink that leads nowhere is not that: through /proc/self (/dev/stdin, a link to
+     * /proc/self/fd/0) it is the caller's view, not the process's. */
+    assert_int_equal(symlink(none, dangling), 0);
+    assert_int_equal(pdk_exec_read_text(self, dangling, 1024, &text), -1);
+    assert_int_equal(symlink("/proc/self/fd/0", stdin_link), 0);
+    assert_int_equal(pdk_exec_read_text(self, stdin_link, 1024, &text), -1);
+    assert_int_equal(pdk_exec_read_text(self, "/dev/stdin", 1024, &text), -1);
+    assert_int_equal(pdk_exec_read_text(self, "/proc/self/status", 1024, &text), -1);
+    /* Not a regular file (never blocks on a FIFO), a NUL byte, too large. */
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    assert_int_equal(pdk_exec_read_text(self, fifo, 1024, &text), -1);
+    assert_int_equal(pdk_exec_read_text(self, dir, 1024, &text), -1);
+    write_file("sourced-nul", "a", 0644);
+    int fd = open(nul, O_WRONLY | O_APPEND | O_CLOEXEC);
+    assert_int_equal(write(fd, "\0b", 2), 2);
+    close(fd);
+    assert_int_equal(pdk_exec_read_text(self, nul, 1024, &text), -1);
+    write_file("sourced-big", "0123456789", 0644);
+    assert_int_equal(pdk_exec_read_text(self, big, 9, &text), -1);
+    assert_int_equal(pdk_exec_read_text(self, big, 10, &text), 0);
+    free(text);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -325,6 +369,7 @@ int main(void)
         cmocka_unit_test(test_nameless),
         cmocka_unit_test(test_identity),
         cmocka_unit_test(test_interpreter_and_loader),
+        cmocka_unit_test(test_read_text),
     };
     return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
 }

@@ -1,0 +1,9 @@
+cat <<EOF
+user: $(whoami) `id -u`
+\$(not)
+EOF
+cat <<-A <<'B' | grep x
+	body
+	A
+$(date)
+B
