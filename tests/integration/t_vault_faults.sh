@@ -80,7 +80,9 @@ FREESCAN=${FREESCAN:-$PADDOCK_BUILD/tests/probe/freescan.so}
 if [ ! -e "$FREESCAN" ]; then
     bail_out "tests/probe/freescan.so is built"
 elif ldd "$PADDOCK" | grep -q -e libasan -e libubsan; then
-    skip "the vault's plaintext is wiped before it is freed" "a sanitizer build (it must come first in the process)"
+    # ASan must be the first library in the process, so the scanner cannot be preloaded; the
+    # same check runs in the normal build (make test), which CI runs too.
+    echo "# the freed-memory scan runs in the normal build only (a sanitizer build cannot preload it)"
 else
     unused="never-used-$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')"
     set_secret unused_secret "$unused"
