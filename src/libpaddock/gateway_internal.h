@@ -136,7 +136,13 @@ struct gw_conn {
     uint16_t captured_port;
     bool tls_client;      /* the client side is intercepted TLS; upstreams are TLS too */
     bool sni_check;       /* a passthrough tunnel: the ClientHello must name the host */
-    char approval_id[17]; /* ST_ASKING */
+    /* ST_ASKING: the approval (empty while the body is still awaited, until body_wait_ns),
+     * and whether its deadline (ask_deadline_ns) is approvals.request_timeout's (refused
+     * with 504) rather than approvals.timeout's (approvals.on_timeout) */
+    char approval_id[17];
+    uint64_t body_wait_ns;
+    uint64_t t_asked_ns;
+    bool ask_limit_is_hold;
     pdk_buf broker_body;  /* ST_BROKER */
     /* ST_WAIT_TOKEN: the credential waited for, the next waiting connection, what then */
     size_t token_credential;
@@ -253,6 +259,9 @@ void pdk__gw_on_dns_tcp_accept(struct evconnlistener *l, evutil_socket_t fd, str
  * goes on with pdk__gw_proceed(c, how) once it is there. */
 typedef enum gw_apply { GW_APPLIED, GW_REFUSED, GW_PARKED } gw_apply;
 gw_apply pdk__gw_apply_credentials(gw_conn *c, const char *how);
+/* A request asked for: at most this many bytes of its body are held (and looked at) before
+ * the approval is made; the rest waits in the socket (gateway_ask.c). */
+#define PDK_GW_HELD_BODY_MAX (64 * 1024)
 /* replace_in_body, request bodies held to be rewritten: at most this many bytes (413). */
 #define PDK_GW_REWRITE_MAX (1024 * 1024)
 /* The held request (c->rewrite complete): its placeholders replaced, the body de-chunked,
