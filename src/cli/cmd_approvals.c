@@ -97,8 +97,8 @@ static int print_request(const pdk_approval *a, void *arg)
             _cleanup_free_ char *note = raw_note ? pdk_display_message(raw_note) : NULL;
             json_t *bytes = json_object_get(r, "body_bytes");
             json_int_t limit = json_integer_value(json_object_get(r, "wait_limit_seconds"));
-            printf("%s  %s  %s, waited %" PRId64 "s", a->id, when, pdk_approval_state_name(a->state),
-                   pdk_approval_waited_seconds(a));
+            printf("%s  %s  %s, waited %" PRId64 "s", a->id, when,
+                   pdk_approval_state_name(a->state), pdk_approval_waited_seconds(a));
             if (limit > 0)
                 printf(" (refused at %" JSON_INTEGER_FORMAT "s)", limit);
             printf("\n  what:  %s %s\n  headers: %s\n", method, url, names ? names : "[]");
@@ -124,9 +124,8 @@ static int print_request(const pdk_approval *a, void *arg)
             printf("%s  %s  %s, waited %" PRId64 "s\n  what:  %s in %s\n  who:   session %s, pid "
                    "%d%s%s\n  rule:  %s: %s\n",
                    a->id, when, pdk_approval_state_name(a->state), pdk_approval_waited_seconds(a),
-                   argv ? argv : "[]", cwd, session,
-                   (int)a->pid, chain.data ? ", under " : "", chain.data ? chain.data : "", rule,
-                   reason);
+                   argv ? argv : "[]", cwd, session, (int)a->pid, chain.data ? ", under " : "",
+                   chain.data ? chain.data : "", rule, reason);
             pdk_buf_free(&chain);
         }
         if (a->state != PDK_APPROVAL_PENDING && a->answered_by) {

@@ -74,7 +74,7 @@ json_t *pdk_approval_json(const pdk_approval *a)
 int64_t pdk_approval_waited_seconds(const pdk_approval *a)
 {
     int64_t until = a->state == PDK_APPROVAL_PENDING || a->answered_ns <= 0 ? pdk_now_realtime_ns()
-                                                                           : a->answered_ns;
+                                                                            : a->answered_ns;
     return until > a->created_ns ? (until - a->created_ns) / 1000000000 : 0;
 }
 
@@ -244,13 +244,12 @@ int pdk_approval_answer(pdk_store *store, const char *id, bool approve, bool alw
     if (pdk_approval_get(store, id, &a, err) < 0)
         return -1;
     if (a.state == PDK_APPROVAL_EXPIRED)
-        pdk_error_set(err, 0,
-                      "approval request %s expired already, too late to answer: %s", id,
+        pdk_error_set(err, 0, "approval request %s expired already, too late to answer: %s", id,
                       a.answer_reason ? a.answer_reason : "its asker stopped waiting");
     else
         pdk_error_set(err, 0, "approval request %s was %s already%s%s", id,
-                  pdk_approval_state_name(a.state), a.answered_by ? " by " : "",
-                  a.answered_by ? a.answered_by : "");
+                      pdk_approval_state_name(a.state), a.answered_by ? " by " : "",
+                      a.answered_by ? a.answered_by : "");
     pdk_approval_clear(&a);
     return -1;
 }
@@ -260,8 +259,7 @@ int pdk_approval_expire(pdk_store *store, const char *id, pdk_error *err)
     return pdk_approval_expire_because(store, id, NULL, err);
 }
 
-int pdk_approval_expire_because(pdk_store *store, const char *id, const char *why,
-                                pdk_error *err)
+int pdk_approval_expire_because(pdk_store *store, const char *id, const char *why, pdk_error *err)
 {
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(pdk_store_db(store),

@@ -69,8 +69,7 @@ int pdk_approval_answer(pdk_store *store, const char *id, bool approve, bool alw
  * came first (read it with pdk_approval_get), -1 on error. */
 int pdk_approval_expire(pdk_store *store, const char *id, pdk_error *err);
 /* The same, with why (kept as the answer's reason: a late answer is told it). */
-int pdk_approval_expire_because(pdk_store *store, const char *id, const char *why,
-                                pdk_error *err);
+int pdk_approval_expire_because(pdk_store *store, const char *id, const char *why, pdk_error *err);
 
 /* How long the request waited: until now while pending, else until its answer (or
  * expiry). Whole seconds. */

@@ -231,8 +231,7 @@ static void mark_intercepted(const gw_conn *c, json_t *ev)
 {
     json_object_set_new(ev, "intercepted", json_true());
     json_object_set_new(ev, "decision", json_string("intercept"));
-    json_object_set_new(ev, "host_decision",
-                        json_string(pdk_decision_name(c->verdict.decision)));
+    json_object_set_new(ev, "host_decision", json_string(pdk_decision_name(c->verdict.decision)));
 }
 
 json_t *pdk__gw_done_event(gw_conn *c)

@@ -45,79 +45,21 @@ static char *shown_url(const gw_conn *c)
 /* What of the request's body the client's input buffer holds: it stays there (the parser
  * reads it once approved), only looked at. */
 typedef struct held_body {
-    size_t raw;      /* bytes of the body held (a chunked body's framing included) */
-    size_t content;  /* content bytes among them */
-    bool complete;   /* the whole body is held */
+    pdk_body_prefix seen;
     pdk_buf preview; /* the first PREVIEW_BYTES of content */
 } held_body;
-
-static void preview_add(held_body *hb, const char *piece, size_t n)
-{
-    hb->content += n;
-    if (hb->preview.len < PREVIEW_BYTES)
-        pdk_buf_append(&hb->preview, piece,
-                       n < PREVIEW_BYTES - hb->preview.len ? n : PREVIEW_BYTES - hb->preview.len);
-}
-
-/* Where a chunked body's trailer section (bytes so far: t, n) ends: its length once it is
- * whole (an empty line ends it), else 0. */
-static size_t trailer_end(const char *t, size_t n)
-{
-    if (n >= 2 && t[0] == '\r' && t[1] == '\n')
-        return 2;
-    const char *e = n >= 4 ? memmem(t, n, "\r\n\r\n", 4) : NULL;
-    return e ? (size_t)(e - t) + 4 : 0;
-}
 
 static void held_body_read(gw_conn *c, held_body *hb)
 {
     *hb = (held_body){0};
     struct evbuffer *in = bufferevent_get_input(c->client);
-    const pdk_http_head *h = c->req;
-    size_t limit = evbuffer_get_length(in);
-    if (limit > PDK_GW_HELD_BODY_MAX)
-        limit = PDK_GW_HELD_BODY_MAX;
-    if (h->framing == PDK_HTTP_FRAMING_CONTENT_LENGTH) {
-        if (h->content_length < limit)
-            limit = (size_t)h->content_length; /* what follows is the next request */
-        hb->complete = limit == h->content_length;
-    }
-    /* the content stepper of the placeholder scan (secret_mask.h); the framing is checked
-     * by the parser once the request goes on, so a broken one here only ends a preview */
-    pdk_body_content k = pdk_body_content_start(h->framing == PDK_HTTP_FRAMING_CHUNKED);
-    pdk_buf trailer = {0};
-    struct evbuffer_ptr at;
-    evbuffer_ptr_set(in, &at, 0, EVBUFFER_PTR_SET);
-    hb->raw = 0;
-    while (hb->raw < limit && !(h->framing == PDK_HTTP_FRAMING_CHUNKED && hb->complete)) {
-        struct evbuffer_iovec v;
-        if (evbuffer_peek(in, -1, &at, &v, 1) < 1 || v.iov_len == 0)
-            break;
-        size_t len = v.iov_len < limit - hb->raw ? v.iov_len : limit - hb->raw;
-        const char *base = v.iov_base, *p = base, *end = base + len;
-        while (p < end) {
-            const char *piece = NULL;
-            bool in_trailer = false;
-            size_t n = pdk_body_content_step(&k, &p, end, &piece, &in_trailer);
-            if (!in_trailer) {
-                if (n)
-                    preview_add(hb, piece, n);
-                continue;
-            }
-            size_t before = trailer.len;
-            pdk_buf_append(&trailer, piece, n);
-            size_t whole = trailer_end(trailer.data, trailer.len);
-            if (whole) { /* the body ends in this piece: what follows is not its own */
-                hb->complete = true;
-                len = (size_t)(piece - base) + (whole - before);
-                break;
-            }
-        }
-        hb->raw += len;
-        if (evbuffer_ptr_set(in, &at, len, EVBUFFER_PTR_ADD) < 0)
-            break;
-    }
-    pdk_buf_free(&trailer);
+    size_t len = evbuffer_get_length(in);
+    if (len > PDK_GW_HELD_BODY_MAX)
+        len = PDK_GW_HELD_BODY_MAX;
+    const char *data = len ? (const char *)evbuffer_pullup(in, (ev_ssize_t)len) : "";
+    hb->seen =
+        pdk_body_prefix_scan(c->req->framing == PDK_HTTP_FRAMING_CHUNKED, c->req->content_length,
+                             data ? data : "", data ? len : 0, &hb->preview, PREVIEW_BYTES);
 }
 
 /* The body's fields of the approval's request (held_body), and what a human should know
@@ -126,10 +68,10 @@ static void held_body_describe(gw_conn *c, const held_body *hb, json_t *request)
 {
     const pdk_http_head *h = c->req;
     bool chunked = h->framing == PDK_HTTP_FRAMING_CHUNKED;
-    json_object_set_new(request, "body_bytes", json_integer((json_int_t)hb->content));
+    json_object_set_new(request, "body_bytes", json_integer((json_int_t)hb->seen.content));
     json_object_set_new(request, "body_announced",
                         chunked ? json_null() : json_integer((json_int_t)h->content_length));
-    json_object_set_new(request, "body_complete", json_boolean(hb->complete));
+    json_object_set_new(request, "body_complete", json_boolean(hb->seen.complete));
     if (hb->preview.len) {
         pdk_buf b = {0};
         for (size_t i = 0; i < hb->preview.len; i++) {
@@ -139,7 +81,7 @@ static void held_body_describe(gw_conn *c, const held_body *hb, json_t *request)
             else
                 pdk_buf_printf(&b, "\\x%02x", ch);
         }
-        if (hb->content > hb->preview.len)
+        if (hb->seen.content > hb->preview.len)
             pdk_buf_puts(&b, "...");
         _cleanup_free_ char *text = pdk_buf_steal(&b);
         _cleanup_free_ char *redacted = pdk_redacted(text);
@@ -149,16 +91,19 @@ static void held_body_describe(gw_conn *c, const held_body *hb, json_t *request)
         chunked ? xstrdup("chunked, size unknown")
                 : xasprintf("%" PRIu64 " bytes announced", h->content_length);
     char *note = NULL;
-    if (!hb->complete && hb->raw >= PDK_GW_HELD_BODY_MAX)
-        note = xasprintf("body not received whole: %s, the first %zu held (paddock holds at "
-                         "most %d bytes before asking); the rest is sent unseen if approved",
-                         announced, hb->content, PDK_GW_HELD_BODY_MAX);
-    else if (!hb->complete)
-        note = xasprintf("body not received yet: %s, %zu received in %d ms%s", announced,
-                         hb->content, HELD_BODY_WAIT_MS,
-                         hb->content ? " (shown)" : "; it is sent unseen if approved");
-    else if (hb->content > hb->preview.len)
-        note = xasprintf("body of %zu bytes, the first %d shown", hb->content, PREVIEW_BYTES);
+    if (!hb->seen.complete && hb->seen.raw >= PDK_GW_HELD_BODY_MAX)
+        note =
+            xasprintf("body not received whole: %s, the first %" PRIu64 " held (paddock holds at "
+                      "most %d bytes before asking); the rest is sent unseen if approved",
+                      announced, hb->seen.content, PDK_GW_HELD_BODY_MAX);
+    else if (!hb->seen.complete)
+        note = xasprintf("body not received yet: %s, %" PRIu64 " received in %d ms%s", announced,
+                         hb->seen.content, HELD_BODY_WAIT_MS,
+                         hb->seen.content ? " (shown); the rest is sent unseen if approved"
+                                          : "; it is sent unseen if approved");
+    else if (hb->seen.content > hb->preview.len)
+        note = xasprintf("body of %" PRIu64 " bytes, the first %d shown", hb->seen.content,
+                         PREVIEW_BYTES);
     if (note)
         json_object_set_new(request, "body_note", json_string(note));
     free(note);
@@ -188,10 +133,9 @@ static void ask_now(gw_conn *c)
     for (size_t i = 0; i < c->req->header_count; i++)
         json_array_append_new(names, json_string(c->req->headers[i].name));
     uint64_t limit_s = (c->ask_deadline_ns - c->t_asked_ns) / 1000000000ULL;
-    json_t *request =
-        json_pack("{s:s, s:s, s:s, s:i, s:o, s:I}", "method", c->req->method, "url", url, "host",
-                  c->host, "port", (int)c->port, "headers", names, "wait_limit_seconds",
-                  (json_int_t)limit_s);
+    json_t *request = json_pack("{s:s, s:s, s:s, s:i, s:o, s:I}", "method", c->req->method, "url",
+                                url, "host", c->host, "port", (int)c->port, "headers", names,
+                                "wait_limit_seconds", (json_int_t)limit_s);
     if (c->req->framing == PDK_HTTP_FRAMING_CHUNKED ||
         (c->req->framing == PDK_HTTP_FRAMING_CONTENT_LENGTH && c->req->content_length > 0)) {
         held_body hb;
@@ -249,7 +193,7 @@ static void held_body_more(struct bufferevent *bev, void *arg)
     held_body hb;
     held_body_read(c, &hb);
     pdk_buf_free_secret(&hb.preview);
-    if (hb.complete || hb.raw >= PDK_GW_HELD_BODY_MAX)
+    if (hb.seen.complete || hb.seen.raw >= PDK_GW_HELD_BODY_MAX)
         ask_now(c);
 }
 
@@ -300,9 +244,9 @@ void pdk__gw_ask(gw_conn *c, const char *how)
     c->approval_id[0] = '\0';
     c->state = ST_ASKING;
     g->asking++;
-    bool has_body = c->req->framing == PDK_HTTP_FRAMING_CHUNKED ||
-                    (c->req->framing == PDK_HTTP_FRAMING_CONTENT_LENGTH &&
-                     c->req->content_length > 0);
+    bool has_body =
+        c->req->framing == PDK_HTTP_FRAMING_CHUNKED ||
+        (c->req->framing == PDK_HTTP_FRAMING_CONTENT_LENGTH && c->req->content_length > 0);
     if (!has_body) {
         ask_now(c);
         return;

@@ -134,8 +134,8 @@ struct gw_conn {
      * intercepted CONNECT's: the connection is pinned to it. */
     char *captured_host;
     uint16_t captured_port;
-    bool tls_client;      /* the client side is intercepted TLS; upstreams are TLS too */
-    bool sni_check;       /* a passthrough tunnel: the ClientHello must name the host */
+    bool tls_client; /* the client side is intercepted TLS; upstreams are TLS too */
+    bool sni_check;  /* a passthrough tunnel: the ClientHello must name the host */
     /* ST_ASKING: the approval (empty while the body is still awaited, until body_wait_ns),
      * and whether its deadline (ask_deadline_ns) is approvals.request_timeout's (refused
      * with 504) rather than approvals.timeout's (approvals.on_timeout) */
@@ -143,7 +143,7 @@ struct gw_conn {
     uint64_t body_wait_ns;
     uint64_t t_asked_ns;
     bool ask_limit_is_hold;
-    pdk_buf broker_body;  /* ST_BROKER */
+    pdk_buf broker_body; /* ST_BROKER */
     /* ST_WAIT_TOKEN: the credential waited for, the next waiting connection, what then */
     size_t token_credential;
     gw_conn *token_next;

@@ -44,7 +44,7 @@ network:
 approvals: $2
 EOF
 }
-policy held "{timeout: 60, request_timeout: 40}"
+policy held "{timeout: 60}"
 policy short "{timeout: 60, request_timeout: 2}"
 policy capped "{timeout: 60, request_timeout: 40, max_held_requests: 2}"
 
