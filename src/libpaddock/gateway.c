@@ -51,7 +51,9 @@ void pdk__gw_conn_free(gw_conn *c)
     free(c->resume_how);
     if (c->state == ST_ASKING) { /* the client went away while a human was asked */
         pdk_error ignored = {0};
-        (void)pdk_approval_expire(g->store, c->approval_id, &ignored);
+        (void)pdk_approval_expire_because(
+            g->store, c->approval_id,
+            "the client closed its connection before an answer: nothing was sent", &ignored);
         g->asking--;
     }
     if (c->resolving)

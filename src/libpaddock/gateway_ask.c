@@ -205,8 +205,8 @@ static void held_event(struct bufferevent *bev, short what, void *arg)
 
 /* Hold the request and ask a human (approvals.h): its body first (up to
  * PDK_GW_HELD_BODY_MAX bytes, for up to HELD_BODY_WAIT_MS), then the approval. At most
- * approvals.max_held_requests are held at once; each for approvals.request_timeout at most
- * (then 504), or approvals.timeout when that is shorter (then approvals.on_timeout). */
+ * approvals.max_held_requests are held at once; each for approvals.request_timeout at most,
+ * or approvals.timeout when that is shorter (then timed_out). */
 void pdk__gw_ask(gw_conn *c, const char *how)
 {
     pdk_gateway *g = c->g;
@@ -297,6 +297,45 @@ static void answered(gw_conn *c, bool allow, const char *state, const char *by, 
     answered_status(c, allow, state, by, reason, why, 403, "Forbidden");
 }
 
+/* No answer within the request's limit: approvals.request_timeout (its client gives up
+ * soon: refused with 504, never sent later), or approvals.timeout when that is shorter
+ * (403); approvals.on_timeout: allow lets it go on instead, its client still waiting. */
+static void timed_out(gw_conn *c)
+{
+    pdk_gateway *g = c->g;
+    const pdk_policy *p = g->policy;
+    bool allow = p->approval_on_timeout == PDK_DECISION_ALLOW;
+    bool hold = c->ask_limit_is_hold;
+    const char *key = hold ? "approvals.request_timeout" : "approvals.timeout";
+    long long limit =
+        (long long)(hold ? p->approval_request_timeout_seconds : p->approval_timeout_seconds);
+    _cleanup_free_ char *expiry =
+        xasprintf("no answer within %llds (%s): %s", limit, key,
+                  allow  ? "allowed (approvals.on_timeout)"
+                  : hold ? "the request was refused with 504 and never sent"
+                         : "denied (approvals.on_timeout), never sent");
+    pdk_error err = {0};
+    if (pdk_approval_expire_because(g->store, c->approval_id, expiry, &err) != 1)
+        return; /* an answer came first: the next poll reads it */
+    if (allow) {
+        answered(c, true, "expired", NULL, "approvals.on_timeout: allow", NULL);
+        return;
+    }
+    if (!hold) {
+        _cleanup_free_ char *why = xasprintf(
+            "no answer to approval %s in time: denied (approvals.on_timeout)", c->approval_id);
+        answered(c, false, "expired", NULL, NULL, why);
+        return;
+    }
+    _cleanup_free_ char *why =
+        xasprintf("no answer to approval %s within %llds, the most a held request waits "
+                  "(approvals.request_timeout; raise it if the client waits longer): refused, "
+                  "never sent",
+                  c->approval_id, limit);
+    answered_status(c, false, "expired", NULL, "approvals.request_timeout", why, 504,
+                    "Gateway Timeout");
+}
+
 static void poll_asks(evutil_socket_t fd, short what, void *arg)
 {
     pdk_gateway *g = arg;
@@ -322,29 +361,8 @@ static void poll_asks(evutil_socket_t fd, short what, void *arg)
                           a.answered_by ? a.answered_by : "a human", a.answer_reason ? ": " : "",
                           a.answer_reason ? a.answer_reason : "", c->approval_id);
             answered(c, false, "denied", a.answered_by, a.answer_reason, why);
-        } else if (a.state == PDK_APPROVAL_PENDING && now >= c->ask_deadline_ns &&
-                   c->ask_limit_is_hold) {
-            /* Its client gives up soon: refused now, never sent later. */
-            long long limit = (long long)g->policy->approval_request_timeout_seconds;
-            _cleanup_free_ char *expiry = xasprintf(
-                "no answer within %llds (approvals.request_timeout): the request was refused "
-                "with 504 and never sent",
-                limit);
-            if (pdk_approval_expire_because(g->store, c->approval_id, expiry, &err) == 1) {
-                _cleanup_free_ char *why = xasprintf(
-                    "no answer to approval %s within %llds, the most a held request waits "
-                    "(approvals.request_timeout; raise it if the client waits longer): refused, "
-                    "never sent",
-                    c->approval_id, limit);
-                answered_status(c, false, "expired", NULL, "approvals.request_timeout", why, 504,
-                                "Gateway Timeout");
-            }
-        } else if (a.state == PDK_APPROVAL_PENDING && now >= c->ask_deadline_ns &&
-                   pdk_approval_expire(g->store, c->approval_id, &err) == 1) {
-            bool allow = g->policy->approval_on_timeout == PDK_DECISION_ALLOW;
-            _cleanup_free_ char *why = xasprintf(
-                "no answer to approval %s in time: denied (approvals.on_timeout)", c->approval_id);
-            answered(c, allow, "expired", NULL, NULL, why);
+        } else if (a.state == PDK_APPROVAL_PENDING && now >= c->ask_deadline_ns) {
+            timed_out(c);
         }
         pdk_approval_clear(&a);
     }

@@ -138,8 +138,8 @@ typedef struct pdk_policy {
     size_t credential_count;
 
     /* approvals: how long an `ask` waits, and what a timeout means (deny or allow);
-     * request_timeout: how long a network request is held at most (then refused with 504,
-     * whatever on_timeout says: its client gives up soon after); max_held: how many network
+     * request_timeout: how long a network request is held at most (then on_timeout: deny
+     * refuses it with 504, before its client gives up); max_held: how many network
      * requests one gateway holds at once (more are refused with 429) */
     int64_t approval_timeout_seconds;
     pdk_decision approval_on_timeout;

@@ -206,6 +206,16 @@ expect_match "the refusal is in the audit log" \
     '"kind":"net.request".*"path":"/v1/timeout".*"status":504|"path":"/v1/timeout".*"status":504.*"kind":"net.request"' \
     "$OUT"
 
+policy short-allow "{timeout: 60, request_timeout: 2, on_timeout: allow}"
+start_bg allow.fifo --workspace "$WS" --policy "$T/short-allow.yaml" -- python3 held.py complete let-go
+wait_approval POST
+read_bg_line
+expect_match "with on_timeout: allow, the request goes at its wait limit, its client waiting" \
+    "^HTTP/1.1 200 " "$BG_LINE"
+expect_eq "... the upstream got it" 1 "$(grep -c '"path": "/v1/let-go"' "$T/upstream.log")"
+expect_eq "... and its approval is expired" '"expired"' "$(approval_field "$ID" 'j["state"]')"
+wait "$BG_PID" 2>/dev/null
+
 pdk policy lint "$T/short.yaml"
 expect_eq "policy lint takes approvals.request_timeout" 0 "$RC"
 policy bad "{request_timeout: soon, max_held_requests: 0}"
