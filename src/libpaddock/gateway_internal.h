@@ -134,16 +134,16 @@ struct gw_conn {
      * intercepted CONNECT's: the connection is pinned to it. */
     char *captured_host;
     uint16_t captured_port;
-    bool tls_client; /* the client side is intercepted TLS; upstreams are TLS too */
-    bool sni_check;  /* a passthrough tunnel: the ClientHello must name the host */
-    /* ST_ASKING: the approval (empty while the body is still awaited, until body_wait_ns),
-     * and whether its deadline (ask_deadline_ns) is approvals.request_timeout's (refused
-     * with 504) rather than approvals.timeout's (approvals.on_timeout) */
-    char approval_id[17];
+    bool tls_client;      /* the client side is intercepted TLS; upstreams are TLS too */
+    bool sni_check;       /* a passthrough tunnel: the ClientHello must name the host */
+    char approval_id[17]; /* ST_ASKING */
+    pdk_buf broker_body;  /* ST_BROKER */
+    /* ST_ASKING: approval_id is empty while the body is awaited (until body_wait_ns); the
+     * wait began at t_asked_ns, and its deadline (ask_deadline_ns) is
+     * approvals.request_timeout's (ask_limit_is_hold) or approvals.timeout's */
     uint64_t body_wait_ns;
     uint64_t t_asked_ns;
     bool ask_limit_is_hold;
-    pdk_buf broker_body; /* ST_BROKER */
     /* ST_WAIT_TOKEN: the credential waited for, the next waiting connection, what then */
     size_t token_credential;
     gw_conn *token_next;
