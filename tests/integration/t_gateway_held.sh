@@ -125,6 +125,25 @@ for l in sys.stdin:
             print(json.dumps(eval(sys.argv[2], {"j": j, "r": j.get("request") or {}}), sort_keys=True))' "$1" "$2"
 }
 
+# wait_request PATH: the approval (in any state: a short wait limit may pass before a poll
+# sees it pending) of the request to http://api.test PATH, into ID.
+wait_request() {
+    ID=""
+    for _ in $(seq 100); do
+        pdk approvals --json --all
+        ID=$(printf '%s\n' "$OUT" | "$PYTHON" -c '
+import json, sys
+for l in sys.stdin:
+    if l.strip():
+        j = json.loads(l)
+        if (j.get("request") or {}).get("url") == "http://api.test" + sys.argv[1]:
+            print(j["id"]); break' "$1" 2>/dev/null)
+        [ -n "$ID" ] && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
 # ---- item 9: the body is held before asking ----------------------------------------------
 
 start_bg late.fifo --workspace "$WS" --policy "$T/held.yaml" -- python3 held.py late-body
@@ -184,8 +203,8 @@ wait "$BG_PID" 2>/dev/null
 # ---- item 30: a held request's wait limit --------------------------------------------------
 
 start_bg short.fifo --workspace "$WS" --policy "$T/short.yaml" -- python3 held.py complete timeout
-wait_approval POST
-expect_eq "a pending approval shows its wait limit and how long it waited" "[2, true]" \
+wait_request /v1/timeout
+expect_eq "an approval shows its wait limit and how long it waited" "[2, true]" \
     "$(approval_field "$ID" '[r.get("wait_limit_seconds"), isinstance(j.get("waited_seconds"), int)]')"
 read_bg_line
 expect_match "no answer within approvals.request_timeout: 504 naming the key" \
@@ -208,7 +227,7 @@ expect_match "the refusal is in the audit log" \
 
 policy short-allow "{timeout: 60, request_timeout: 2, on_timeout: allow}"
 start_bg allow.fifo --workspace "$WS" --policy "$T/short-allow.yaml" -- python3 held.py complete let-go
-wait_approval POST
+wait_request /v1/let-go
 read_bg_line
 expect_match "with on_timeout: allow, the request goes at its wait limit, its client waiting" \
     "^HTTP/1.1 200 " "$BG_LINE"
@@ -237,10 +256,16 @@ expect_match "over approvals.max_held_requests: refused at once with 429" \
 pdk approvals --json
 expect_eq "... and only the ones under the cap wait" 2 \
     "$(printf '%s\n' "$OUT" | grep -c '"state":"pending"')"
-for id in $(printf '%s\n' "$OUT" | "$PYTHON" -c '
+expect_eq "... each with how long it has waited" 2 \
+    "$(printf '%s\n' "$OUT" | grep -c '"waited_seconds":[0-9]')"
+held_ids=$(printf '%s\n' "$OUT" | "$PYTHON" -c '
 import json, sys
 for l in sys.stdin:
-    if l.strip(): print(json.loads(l)["id"])'); do
+    if l.strip(): print(json.loads(l)["id"])')
+pdk approvals
+expect_eq "paddock approvals shows how long each has waited, and its limit" 2 \
+    "$(printf '%s\n' "$OUT" | grep -cE '  pending, waited [0-9]+s \(refused at 40s\)$')"
+for id in $held_ids; do
     pdk deny "$id"
 done
 read_bg_line
