@@ -53,7 +53,9 @@ void pdk__gw_conn_free(gw_conn *c)
         pdk_error ignored = {0};
         (void)pdk_approval_expire_because(
             g->store, c->approval_id,
-            "the client closed its connection before an answer: nothing was sent", &ignored);
+            "its connection ended before an answer (the client went away, or the run ended): "
+            "nothing was sent",
+            &ignored);
         g->asking--;
     }
     if (c->resolving)
