@@ -16,11 +16,15 @@
  *   - a head serialised by pdk_http_head_serialize() parses again to the same method,
  *     destination, framing and end-to-end fields;
  *   - the stream read as a request body (pdk_http_looks_like_request_line) is decided the
- *     same by every prefix that decides it, and by the whole.
+ *     same by every prefix that decides it, and by the whole;
+ *   - a request body looked at before the parser reads it (pdk_body_prefix_scan, what a
+ *     request held for a human shows) ends where the parser says it does, and no prefix of
+ *     it is taken for a whole body of another length.
  * Leaks are ASan's. Built with -fsanitize=fuzzer (fuzz/meson.build, -Dfuzz=true) and,
  * without libFuzzer, as fuzz-http-replay (replay.c) for the committed corpus.
  */
 #include "http_message.h"
+#include "secret_mask.h"
 #include "util.h"
 
 #include <stdint.h>
@@ -119,6 +123,27 @@ static void check_reparse(const pdk_http_head *h, enum http_method method)
     pdk_buf_free(&wire);
 }
 
+/* A body's bytes looked at before the parser reads them (data: what follows its head):
+ * every prefix that the scan takes for a whole body gives the same length as the whole
+ * does. The scan of everything is returned. */
+static pdk_body_prefix prefix_scan(const pdk_http_head *h, const char *data, size_t len)
+{
+    bool chunked = h->framing == PDK_HTTP_FRAMING_CHUNKED;
+    pdk_buf content = {0};
+    pdk_body_prefix whole =
+        pdk_body_prefix_scan(chunked, h->content_length, data, len, &content, 64);
+    check(whole.raw <= len && whole.content <= whole.raw && content.len <= 64 &&
+          content.len <= whole.content);
+    pdk_buf_free(&content);
+    for (size_t n = 0; n <= len && n <= 600; n++) {
+        pdk_body_prefix p = pdk_body_prefix_scan(chunked, h->content_length, data, n, NULL, 0);
+        check(p.raw <= n && p.content <= whole.content);
+        if (p.complete)
+            check(whole.complete && p.raw == whole.raw && p.content == whole.content);
+    }
+    return whole;
+}
+
 /* Parse the stream in pieces (step 0: whole; 1: bytes; else pseudo-random sizes seeded by
  * step) and log the events. */
 static char *run(const struct setup *s, const char *data, size_t size, uint32_t step, bool reparse)
@@ -129,6 +154,8 @@ static char *run(const struct setup *s, const char *data, size_t size, uint32_t 
     pdk_http_parser_set_request_method(p, method);
     pdk_buf log = {0};
     uint64_t body = 0;
+    pdk_body_prefix held = {0};
+    bool held_scanned = false;
     uint32_t seed = step;
     size_t off = 0;
     bool done = false;
@@ -158,6 +185,12 @@ static char *run(const struct setup *s, const char *data, size_t size, uint32_t 
                 describe_head(&log, r.head);
                 if (reparse)
                     check_reparse(r.head, method);
+                /* (step 0: the rest of the stream is all there) */
+                held_scanned = step == 0 && r.head->request &&
+                               (r.head->framing == PDK_HTTP_FRAMING_CHUNKED ||
+                                r.head->framing == PDK_HTTP_FRAMING_CONTENT_LENGTH);
+                if (held_scanned)
+                    held = prefix_scan(r.head, d + r.consumed, n - r.consumed);
                 break;
             case PDK_HTTP_BODY:
                 check(r.body == d && r.body_len == r.consumed && r.body_len > 0);
@@ -166,6 +199,9 @@ static char *run(const struct setup *s, const char *data, size_t size, uint32_t 
             case PDK_HTTP_MESSAGE_COMPLETE:
                 check(r.consumed == 0 && r.head != NULL);
                 pdk_buf_printf(&log, "BODY %llu\nCOMPLETE\n", (unsigned long long)body);
+                if (held_scanned) /* the held body ends where the parser's does */
+                    check(held.complete && held.raw == body);
+                held_scanned = false;
                 body = 0;
                 if (s->kind == PDK_HTTP_RESPONSE && r.head->status >= 200) {
                     method = response_methods[next_method++ % 4];

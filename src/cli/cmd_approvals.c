@@ -23,9 +23,11 @@
 static const char approvals_usage[] =
     "usage: paddock approvals [--watch] [--all] [--json]\n"
     "\n"
-    "The requests waiting for a human: id, since when, who asked (session, pid and its\n"
-    "parents), what (argv, cwd) and which rule. Answer with paddock approve ID or paddock\n"
-    "deny ID.\n"
+    "The requests waiting for a human: id, since when and how long it waited, who asked\n"
+    "(session, pid and its parents), what (argv, cwd; a network request's method, URL,\n"
+    "header names and the body held) and which rule. Answer with paddock approve ID or\n"
+    "paddock deny ID; a held network request is refused once it has waited\n"
+    "approvals.request_timeout, and a late answer is refused.\n"
     "\n"
     "  --watch     keep printing new requests as they come, and what running sessions have\n"
     "              refused (execs, requests) and warned about, as it happens (until\n"
@@ -91,11 +93,21 @@ static int print_request(const pdk_approval *a, void *arg)
             /* the gateway wrote the preview escaped already (\xHH): its backslashes stay */
             const char *raw_preview = json_string_value(json_object_get(r, "body_preview"));
             _cleanup_free_ char *preview = raw_preview ? pdk_display_message(raw_preview) : NULL;
-            printf("%s  %s  %s\n  what:  %s %s\n  headers: %s\n%s%s%s  who:   session %s "
-                   "(the gateway)\n  rule:  %s: %s\n",
-                   a->id, when, pdk_approval_state_name(a->state), method, url,
-                   names ? names : "[]", preview ? "  body:  " : "", preview ? preview : "",
-                   preview ? "\n" : "", session, rule, reason);
+            const char *raw_note = json_string_value(json_object_get(r, "body_note"));
+            _cleanup_free_ char *note = raw_note ? pdk_display_message(raw_note) : NULL;
+            json_t *bytes = json_object_get(r, "body_bytes");
+            json_int_t limit = json_integer_value(json_object_get(r, "wait_limit_seconds"));
+            printf("%s  %s  %s, waited %" PRId64 "s", a->id, when,
+                   pdk_approval_state_name(a->state), pdk_approval_waited_seconds(a));
+            if (limit > 0)
+                printf(" (refused at %" JSON_INTEGER_FORMAT "s)", limit);
+            printf("\n  what:  %s %s\n  headers: %s\n", method, url, names ? names : "[]");
+            if (bytes)
+                printf("  body:  %" JSON_INTEGER_FORMAT " bytes held%s%s\n",
+                       json_integer_value(bytes), preview ? ": " : "", preview ? preview : "");
+            if (note)
+                printf("  note:  %s\n", note);
+            printf("  who:   session %s (the gateway)\n  rule:  %s: %s\n", session, rule, reason);
         } else {
             _cleanup_free_ char *argv = pdk_display_json_dumps(a->argv, JSON_COMPACT);
             _cleanup_free_ char *cwd = pdk_display(a->cwd ? a->cwd : "?");
@@ -109,17 +121,20 @@ static int print_request(const pdk_approval *a, void *arg)
                 pdk_buf_printf(&chain, "%s%s[%" JSON_INTEGER_FORMAT "]", i ? " < " : "", comm,
                                json_integer_value(json_object_get(p, "pid")));
             }
-            printf("%s  %s  %s\n  what:  %s in %s\n  who:   session %s, pid %d%s%s\n  rule:  "
-                   "%s: %s\n",
-                   a->id, when, pdk_approval_state_name(a->state), argv ? argv : "[]", cwd, session,
-                   (int)a->pid, chain.data ? ", under " : "", chain.data ? chain.data : "", rule,
-                   reason);
+            printf("%s  %s  %s, waited %" PRId64 "s\n  what:  %s in %s\n  who:   session %s, pid "
+                   "%d%s%s\n  rule:  %s: %s\n",
+                   a->id, when, pdk_approval_state_name(a->state), pdk_approval_waited_seconds(a),
+                   argv ? argv : "[]", cwd, session, (int)a->pid, chain.data ? ", under " : "",
+                   chain.data ? chain.data : "", rule, reason);
             pdk_buf_free(&chain);
         }
         if (a->state != PDK_APPROVAL_PENDING && a->answered_by) {
             _cleanup_free_ char *by = pdk_display(a->answered_by);
             _cleanup_free_ char *why = a->answer_reason ? pdk_display(a->answer_reason) : NULL;
             printf("  by:    %s%s%s\n", by, why ? ": " : "", why ? why : "");
+        } else if (a->state == PDK_APPROVAL_EXPIRED && a->answer_reason) {
+            _cleanup_free_ char *why = pdk_display(a->answer_reason);
+            printf("  expired: %s\n", why);
         }
     }
     fflush(stdout);

@@ -66,8 +66,16 @@ json_t *pdk_approval_json(const pdk_approval *a)
     json_object_set_new(o, "answered_by", str_or_null(a->answered_by));
     json_object_set_new(o, "answer_reason", str_or_null(a->answer_reason));
     json_object_set_new(o, "always", json_boolean(a->always));
+    json_object_set_new(o, "waited_seconds", json_integer(pdk_approval_waited_seconds(a)));
     json_object_set_new(o, "request", a->request ? json_incref(a->request) : json_null());
     return o;
+}
+
+int64_t pdk_approval_waited_seconds(const pdk_approval *a)
+{
+    int64_t until = a->state == PDK_APPROVAL_PENDING || a->answered_ns <= 0 ? pdk_now_realtime_ns()
+                                                                            : a->answered_ns;
+    return until > a->created_ns ? (until - a->created_ns) / 1000000000 : 0;
 }
 
 json_t *pdk_approval_parents_of(pid_t pid)
@@ -235,23 +243,33 @@ int pdk_approval_answer(pdk_store *store, const char *id, bool approve, bool alw
     pdk_approval a;
     if (pdk_approval_get(store, id, &a, err) < 0)
         return -1;
-    pdk_error_set(err, 0, "approval request %s was %s already%s%s", id,
-                  pdk_approval_state_name(a.state), a.answered_by ? " by " : "",
-                  a.answered_by ? a.answered_by : "");
+    if (a.state == PDK_APPROVAL_EXPIRED)
+        pdk_error_set(err, 0, "approval request %s expired already, too late to answer: %s", id,
+                      a.answer_reason ? a.answer_reason : "its asker stopped waiting");
+    else
+        pdk_error_set(err, 0, "approval request %s was %s already%s%s", id,
+                      pdk_approval_state_name(a.state), a.answered_by ? " by " : "",
+                      a.answered_by ? a.answered_by : "");
     pdk_approval_clear(&a);
     return -1;
 }
 
 int pdk_approval_expire(pdk_store *store, const char *id, pdk_error *err)
 {
+    return pdk_approval_expire_because(store, id, NULL, err);
+}
+
+int pdk_approval_expire_because(pdk_store *store, const char *id, const char *why, pdk_error *err)
+{
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(pdk_store_db(store),
-                           "UPDATE approvals SET state = 'expired', answered_ns = ? WHERE id = ? "
-                           "AND state = 'pending'",
+                           "UPDATE approvals SET state = 'expired', answered_ns = ?, "
+                           "answer_reason = ? WHERE id = ? AND state = 'pending'",
                            -1, &st, NULL) != SQLITE_OK)
         return pdk_store_error(store, err, "expiring the approval request");
     sqlite3_bind_int64(st, 1, pdk_now_realtime_ns());
-    sqlite3_bind_text(st, 2, id, -1, SQLITE_TRANSIENT);
+    bind_str(st, 2, why);
+    sqlite3_bind_text(st, 3, id, -1, SQLITE_TRANSIENT);
     int r = sqlite3_step(st);
     sqlite3_finalize(st);
     if (r != SQLITE_DONE)

@@ -40,8 +40,10 @@ typedef struct pdk_approval {
     char *answer_reason;
     bool always;
     /* A network request held at the gateway (argv empty then): {method, url (query values
-     * redacted), host, port, headers: [names], body_preview (bounded, redacted)}; NULL
-     * for a command. */
+     * redacted), host, port, headers: [names], wait_limit_seconds, and when it has a body:
+     * body_bytes (held), body_announced (Content-Length; null: chunked), body_complete,
+     * body_preview (bounded, escaped, redacted), body_sha256 (of what is held), body_note
+     * (what was not received or not shown)}; NULL for a command. */
     json_t *request;
 } pdk_approval;
 
@@ -66,6 +68,12 @@ int pdk_approval_answer(pdk_store *store, const char *id, bool approve, bool alw
 /* The asker gave up (timeout): pending -> expired. 1 when it expired it, 0 when an answer
  * came first (read it with pdk_approval_get), -1 on error. */
 int pdk_approval_expire(pdk_store *store, const char *id, pdk_error *err);
+/* The same, with why (kept as the answer's reason: a late answer is told it). */
+int pdk_approval_expire_because(pdk_store *store, const char *id, const char *why, pdk_error *err);
+
+/* How long the request waited: until now while pending, else until its answer (or
+ * expiry). Whole seconds. */
+int64_t pdk_approval_waited_seconds(const pdk_approval *approval);
 
 /* Every request (pending_only: only the pending ones), oldest first. */
 int pdk_approval_each(pdk_store *store, bool pending_only,

@@ -51,7 +51,11 @@ void pdk__gw_conn_free(gw_conn *c)
     free(c->resume_how);
     if (c->state == ST_ASKING) { /* the client went away while a human was asked */
         pdk_error ignored = {0};
-        (void)pdk_approval_expire(g->store, c->approval_id, &ignored);
+        (void)pdk_approval_expire_because(
+            g->store, c->approval_id,
+            "its connection ended before an answer (the client went away, or the run ended): "
+            "nothing was sent",
+            &ignored);
         g->asking--;
     }
     if (c->resolving)
@@ -222,6 +226,16 @@ json_t *pdk__gw_request_event(gw_conn *c, const char *decided_by)
     json_object_set_new(o, "decided_by", json_string(decided_by));
     json_object_set_new(o, "reason", json_string(c->verdict.reason));
     return o;
+}
+
+/* An intercepted connection's event: nothing is decided for it as a whole, each request
+ * inside is judged on its own (its net.request). What its host's rules would say of the
+ * connection (the strictest for per-request rules) stays as host_decision. */
+static void mark_intercepted(const gw_conn *c, json_t *ev)
+{
+    json_object_set_new(ev, "intercepted", json_true());
+    json_object_set_new(ev, "decision", json_string("intercept"));
+    json_object_set_new(ev, "host_decision", json_string(pdk_decision_name(c->verdict.decision)));
 }
 
 json_t *pdk__gw_done_event(gw_conn *c)
@@ -1139,7 +1153,7 @@ static void start_request(gw_conn *c)
             /* every request inside is read and judged: TLS interception */
             pdk_error e2 = {0};
             json_t *ev = pdk__gw_request_event(c, how);
-            json_object_set_new(ev, "intercepted", json_true());
+            mark_intercepted(c, ev);
             if (!pdk__gw_audit_required(g, "net.connect", ev, &e2)) {
                 c->verdict.decision = PDK_DECISION_DENY;
                 pdk__gw_refuse(c, 503, "Service Unavailable", e2.message);
@@ -1297,7 +1311,7 @@ static void capture_first_read(struct bufferevent *bev, void *arg)
         if (!passthrough) {
             _cleanup_free_ char *how0 = pdk_policy_describe_net_rule(c->g->policy, c->verdict.rule);
             json_t *ev = pdk__gw_request_event(c, how0);
-            json_object_set_new(ev, "intercepted", json_true());
+            mark_intercepted(c, ev);
             pdk__gw_audit(c->g, "net.connect", ev);
             intercept(c, c->captured_host, c->captured_port);
             return;

@@ -21,10 +21,13 @@
  * verified against the host's roots and upstream_ca (a bad certificate is a 502 that says
  * why). A passthrough host is tunnelled unread, so its rules must decide on host and port.
  *
- * A request a rule asks for is held (the connection stays open, the request unread past a
- * bounded preview of its body) while an approval request waits in the store (approvals.h):
- * any process answers it; approved, that one request goes on; denied or timed out
- * (approvals.on_timeout), it gets 403 saying who denied it or why.
+ * A request a rule asks for is held (gateway_ask.c: the connection stays open, the first
+ * 64 KiB of its body held, or what came of it in 2 s) while an approval request waits in
+ * the store (approvals.h), saying what of the body it shows: any process answers it;
+ * approved, that one request goes on; denied, it gets 403 saying who denied it and why. It
+ * waits approvals.request_timeout at most (or approvals.timeout, when shorter), then
+ * approvals.on_timeout applies (deny: 504, or 403); approvals.max_held_requests are held
+ * at once at most (429 for more).
  */
 #ifndef PADDOCK_GATEWAY_H
 #define PADDOCK_GATEWAY_H

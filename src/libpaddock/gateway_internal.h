@@ -138,6 +138,12 @@ struct gw_conn {
     bool sni_check;       /* a passthrough tunnel: the ClientHello must name the host */
     char approval_id[17]; /* ST_ASKING */
     pdk_buf broker_body;  /* ST_BROKER */
+    /* ST_ASKING: approval_id is empty while the body is awaited (until body_wait_ns); the
+     * wait began at t_asked_ns, and its deadline (ask_deadline_ns) is
+     * approvals.request_timeout's (ask_limit_is_hold) or approvals.timeout's */
+    uint64_t body_wait_ns;
+    uint64_t t_asked_ns;
+    bool ask_limit_is_hold;
     /* ST_WAIT_TOKEN: the credential waited for, the next waiting connection, what then */
     size_t token_credential;
     gw_conn *token_next;
@@ -253,6 +259,9 @@ void pdk__gw_on_dns_tcp_accept(struct evconnlistener *l, evutil_socket_t fd, str
  * goes on with pdk__gw_proceed(c, how) once it is there. */
 typedef enum gw_apply { GW_APPLIED, GW_REFUSED, GW_PARKED } gw_apply;
 gw_apply pdk__gw_apply_credentials(gw_conn *c, const char *how);
+/* A request asked for: at most this many bytes of its body are held (and looked at) before
+ * the approval is made; the rest waits in the socket (gateway_ask.c). */
+#define PDK_GW_HELD_BODY_MAX (64 * 1024)
 /* replace_in_body, request bodies held to be rewritten: at most this many bytes (413). */
 #define PDK_GW_REWRITE_MAX (1024 * 1024)
 /* The held request (c->rewrite complete): its placeholders replaced, the body de-chunked,

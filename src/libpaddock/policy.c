@@ -44,6 +44,11 @@
 #define DEFAULT_LANDLOCK_ABI     1
 #define DEFAULT_APPROVAL_TIMEOUT 300
 #define MAX_APPROVAL_TIMEOUT     (30 * 24 * 3600)
+/* A held network request: refused before common clients give up (the MCP SDK's 60 s). */
+#define DEFAULT_REQUEST_TIMEOUT 50
+#define CLIENT_TIMEOUT_COMMON   60
+#define DEFAULT_MAX_HELD        32
+#define MAX_MAX_HELD            4096
 
 #define BUILTIN_SOURCE    "<built-in default>"
 #define TOO_LARGE_MESSAGE "the policy is larger than 1 MiB (is this the right file?)"
@@ -237,7 +242,9 @@ static const char default_policy_yaml[] =
     "  examples: []    # checked when the policy loads\n"
     "approvals:\n"
     "  timeout: 300    # how long an ask waits for a human\n"
-    "  on_timeout: deny\n";
+    "  on_timeout: deny\n"
+    "  request_timeout: 50     # how long a held network request waits (then 504)\n"
+    "  max_held_requests: 32   # held network requests at once (more: 429)\n";
 
 typedef struct parse_state {
     const char *name;
@@ -1619,6 +1626,40 @@ static void handle_approval_timeout(parse_state *st, const char *field, yaml_nod
     st->policy->approval_timeout_seconds = seconds;
 }
 
+static void handle_approval_request_timeout(parse_state *st, const char *field, yaml_node_t *n)
+{
+    const char *v = scalar_text(st, field, n, "a duration");
+    if (!v)
+        return;
+    _cleanup_free_ char *q = quote_str(v);
+    int64_t seconds = 0;
+    if (pdk_parse_duration(v, &seconds) < 0 || seconds <= 0 || seconds > MAX_APPROVAL_TIMEOUT) {
+        diag_node(st, n,
+                  "%s: %s is not a duration from 1 second to 30 days (use seconds, or a number "
+                  "with s, m, h or d, e.g. 50s; keep it below the client's own timeout)",
+                  field, q);
+        return;
+    }
+    st->policy->approval_request_timeout_seconds = seconds;
+}
+
+static void handle_approval_max_held(parse_state *st, const char *field, yaml_node_t *n)
+{
+    const char *v = scalar_text(st, field, n, "a number");
+    if (!v)
+        return;
+    _cleanup_free_ char *q = quote_str(v);
+    char *end = NULL;
+    errno = 0;
+    long long count = strtoll(v, &end, 10);
+    if (errno || end == v || *end || count < 1 || count > MAX_MAX_HELD) {
+        diag_node(st, n, "%s: %s is not a number of held requests from 1 to %d", field, q,
+                  MAX_MAX_HELD);
+        return;
+    }
+    st->policy->approval_max_held = (size_t)count;
+}
+
 static void handle_approval_on_timeout(parse_state *st, const char *field, yaml_node_t *n)
 {
     const char *v = scalar_text(st, field, n, "deny or allow");
@@ -2435,6 +2476,8 @@ static const key_spec network_keys[] = {
 static const key_spec approvals_keys[] = {
     {"timeout", handle_approval_timeout},
     {"on_timeout", handle_approval_on_timeout},
+    {"request_timeout", handle_approval_request_timeout},
+    {"max_held_requests", handle_approval_max_held},
 };
 
 #define SECTION_HANDLER(fn, table)                                                                 \
@@ -2692,6 +2735,8 @@ static pdk_policy *policy_new(const char *source)
     p->commands.default_decision = PDK_DECISION_ALLOW;
     p->approval_timeout_seconds = DEFAULT_APPROVAL_TIMEOUT;
     p->approval_on_timeout = PDK_DECISION_DENY;
+    p->approval_request_timeout_seconds = DEFAULT_REQUEST_TIMEOUT;
+    p->approval_max_held = DEFAULT_MAX_HELD;
     p->network.default_decision = PDK_DECISION_DENY;
     p->network.passthrough = xcalloc(1, sizeof(char *));
     p->network.upstream_ca = xcalloc(1, sizeof(char *));
@@ -2759,6 +2804,19 @@ void pdk_policy_warnings(const pdk_policy *policy, pdk_policy_diags *out)
                 "the gateway (add host_loopback: true for a service on the host's loopback, "
                 "or map a name to it with resolve)",
                 i, r->host),
+        };
+    }
+    if (policy->network.enabled &&
+        policy->approval_request_timeout_seconds >= CLIENT_TIMEOUT_COMMON &&
+        policy->approval_timeout_seconds >= CLIENT_TIMEOUT_COMMON) {
+        out->items = xrealloc(out->items, (out->count + 1) * sizeof(*out->items));
+        out->items[out->count++] = (pdk_policy_diag){
+            .file = xstrdup(policy->source ? policy->source : "<policy>"),
+            .message = xasprintf(
+                "approvals.request_timeout: a held network request waits %llds, and common "
+                "clients give up after %ds (the MCP SDK): an approval after that would send a "
+                "request its client no longer waits for (keep it below the client's timeout)",
+                (long long)policy->approval_request_timeout_seconds, CLIENT_TIMEOUT_COMMON),
         };
     }
 }

@@ -137,9 +137,14 @@ typedef struct pdk_policy {
     pdk_credential *credentials;
     size_t credential_count;
 
-    /* approvals: how long an `ask` waits, and what a timeout means (deny or allow) */
+    /* approvals: how long an `ask` waits, and what a timeout means (deny or allow);
+     * request_timeout: how long a network request is held at most (then on_timeout: deny
+     * refuses it with 504, before its client gives up); max_held: how many network
+     * requests one gateway holds at once (more are refused with 429) */
     int64_t approval_timeout_seconds;
     pdk_decision approval_on_timeout;
+    int64_t approval_request_timeout_seconds;
+    size_t approval_max_held;
 } pdk_policy;
 
 /* The argv an example's command line stands for: its one simple command when the line is

@@ -73,6 +73,57 @@ size_t pdk_body_content_step(pdk_body_content *k, const char **p, const char *en
     return n;
 }
 
+/* Where a trailer section (its bytes so far: t, n) ends: its length once whole (an empty
+ * line ends it; none at all is one empty line), else 0. */
+static size_t trailer_section_end(const char *t, size_t n)
+{
+    if (n >= 2 && t[0] == '\r' && t[1] == '\n')
+        return 2;
+    const char *e = n >= 4 ? memmem(t, n, "\r\n\r\n", 4) : NULL;
+    return e ? (size_t)(e - t) + 4 : 0;
+}
+
+pdk_body_prefix pdk_body_prefix_scan(bool chunked, uint64_t content_length, const char *data,
+                                     size_t len, pdk_buf *content, size_t content_max)
+{
+    pdk_body_prefix out = {0};
+    if (!chunked) {
+        out.complete = len >= content_length;
+        out.raw = out.complete ? (size_t)content_length : len;
+        out.content = out.raw;
+        if (content && out.raw)
+            pdk_buf_append(content, data, out.raw < content_max ? out.raw : content_max);
+        return out;
+    }
+    pdk_body_content k = pdk_body_content_start(true);
+    pdk_buf trailer = {0};
+    const char *p = data, *end = data + len;
+    while (p < end) {
+        const char *piece = NULL;
+        bool in_trailer = false;
+        size_t n = pdk_body_content_step(&k, &p, end, &piece, &in_trailer);
+        if (!in_trailer) {
+            if (n && content && content->len < content_max)
+                pdk_buf_append(content, piece,
+                               n < content_max - content->len ? n : content_max - content->len);
+            out.content += n;
+            continue;
+        }
+        size_t before = trailer.len;
+        pdk_buf_append(&trailer, piece, n);
+        size_t whole = trailer_section_end(trailer.data, trailer.len);
+        if (whole) { /* the body ends in this piece: what follows is not its own */
+            out.complete = true;
+            out.raw = (size_t)(piece - data) + (whole - before);
+            pdk_buf_free(&trailer);
+            return out;
+        }
+    }
+    pdk_buf_free(&trailer);
+    out.raw = len;
+    return out;
+}
+
 /* ---- the values ---- */
 
 typedef struct mask_string {

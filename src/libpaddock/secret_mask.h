@@ -47,6 +47,22 @@ pdk_body_content pdk_body_content_start(bool chunked);
 size_t pdk_body_content_step(pdk_body_content *k, const char **p, const char *end,
                              const char **piece, bool *trailer);
 
+/* What the first bytes of a body hold before the HTTP parser has read them (a request held
+ * while a human is asked, gateway_ask.c): data is what came after the head, so far. For a
+ * chunked body, the content stepper finds where the last chunk's trailer section ends;
+ * else the body is content_length bytes. raw: how many bytes of data are the body's (all
+ * of them while it has not ended); content: its content bytes among them (the first
+ * content_max appended to *content when content is not NULL); complete: the body ends
+ * within data. On bytes the parser accepts, this agrees with it (fuzz_http.c); on others it
+ * promises nothing but to stay within data (the parser refuses them later). */
+typedef struct pdk_body_prefix {
+    size_t raw;
+    uint64_t content;
+    bool complete;
+} pdk_body_prefix;
+pdk_body_prefix pdk_body_prefix_scan(bool chunked, uint64_t content_length, const char *data,
+                                     size_t len, pdk_buf *content, size_t content_max);
+
 /* ---- the values ---- */
 
 typedef struct pdk_mask_set pdk_mask_set;

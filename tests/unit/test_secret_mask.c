@@ -255,6 +255,36 @@ static void test_body_content(void **state)
     pdk_buf_free(&trailer);
 }
 
+/* A body looked at before the parser reads it (a request held for a human). */
+static void test_body_prefix(void **state)
+{
+    const char *raw = "3;a=b\r\nabc\r\n2\r\nde\r\n0\r\nT: v\r\n\r\nGET / HTTP/1.1\r\n";
+    size_t body = strlen("3;a=b\r\nabc\r\n2\r\nde\r\n0\r\nT: v\r\n\r\n");
+    pdk_buf content = {0};
+    pdk_body_prefix p = pdk_body_prefix_scan(true, 0, raw, strlen(raw), &content, 4);
+    assert_true(p.complete);
+    assert_int_equal(p.raw, body); /* the next request is not the body's */
+    assert_int_equal(p.content, 5);
+    assert_int_equal(content.len, 4); /* the first content_max bytes */
+    assert_memory_equal(content.data, "abcd", 4);
+    pdk_buf_free(&content);
+    for (size_t n = 0; n < body; n++) { /* every shorter prefix: not whole yet */
+        p = pdk_body_prefix_scan(true, 0, raw, n, NULL, 0);
+        assert_false(p.complete);
+        assert_int_equal(p.raw, n);
+    }
+    p = pdk_body_prefix_scan(true, 0, "0\r\n\r\n", 5, NULL, 0); /* no trailer fields */
+    assert_true(p.complete);
+    assert_int_equal(p.raw, 5);
+    assert_int_equal(p.content, 0);
+    p = pdk_body_prefix_scan(false, 5, "helloGET", 8, NULL, 0);
+    assert_true(p.complete);
+    assert_int_equal(p.raw, 5);
+    p = pdk_body_prefix_scan(false, 11, "hello", 5, NULL, 0);
+    assert_false(p.complete);
+    assert_int_equal(p.content, 5);
+}
+
 static void test_registry(void **state)
 {
     pdk_redact_clear();
@@ -282,6 +312,7 @@ int main(void)
         cmocka_unit_test(test_stream),
         cmocka_unit_test(test_stream_holds_little),
         cmocka_unit_test(test_body_content),
+        cmocka_unit_test(test_body_prefix),
         cmocka_unit_test(test_registry),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
