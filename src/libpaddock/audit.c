@@ -425,8 +425,8 @@ static int read_recorded_end(pdk_store *store, recorded_head *head, pdk_error *e
         int consumed = 0;
         head->gen = 0;
         if (memchr(text, '\0', len) == NULL &&
-            sscanf(text, "%" SCNd64 " %64[0-9a-f]%n", &head->end.seq, head->end.hash,
-                   &consumed) == 2 &&
+            sscanf(text, "%" SCNd64 " %64[0-9a-f]%n", &head->end.seq, head->end.hash, &consumed) ==
+                2 &&
             head->end.seq >= 0 && strlen(head->end.hash) == 64 &&
             strcmp(text + consumed, "\n") == 0)
             return 1;
@@ -530,8 +530,8 @@ static void advance_recorded_end(pdk_store *store)
             return; /* at the end already (or ahead of it: cut, and verify says it) */
         char problem[512];
         int64_t bad_seq = 0;
-        int holds =
-            holds_recorded_end(store, &last, &recorded.end, problem, sizeof(problem), &bad_seq, &err);
+        int holds = holds_recorded_end(store, &last, &recorded.end, problem, sizeof(problem),
+                                       &bad_seq, &err);
         if (holds < 0)
             goto warn;
         if (holds == 0)

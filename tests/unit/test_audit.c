@@ -2,11 +2,11 @@
  * verify recomputes the chain and names the first row that was edited, deleted, swapped or
  * truncated, an event recorded twice, and a log cut short and written on (until that is
  * acknowledged), its recorded end written in place in two slots (a torn one leaves the
- * other; the single line of earlier versions read); redaction keeps registered values out of every field; batches go in one
- * transaction. The spool: a write cut short leaves no torn line and is told by the next
- * event; a torn line left by a writer is skipped and what follows folded; processes
- * folding one spool at once fold each line once; processes opening a new store at once all
- * open it. */
+ * other; the single line of earlier versions read); redaction keeps registered values out of every
+ * field; batches go in one transaction. The spool: a write cut short leaves no torn line and is
+ * told by the next event; a torn line left by a writer is skipped and what follows folded;
+ * processes folding one spool at once fold each line once; processes opening a new store at once
+ * all open it. */
 #include "audit.h"
 #include "fsutil.h"
 #include "log.h"
