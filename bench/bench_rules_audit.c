@@ -13,6 +13,11 @@
  * WAL fsync each) for a bounded time; baseline: the same bytes written to a plain file with
  * one fdatasync a batch. Events per second.
  *
+ * Direct audit appends: one event a call (pdk_audit_append: its own transaction, and the
+ * recorded end STATE/audit-head moved with it), what commands outside a run do; baseline:
+ * one line and one fdatasync a call to a plain file. Events per second. To compare two
+ * builds, run each binary in the same session (the baseline shows how the disk did).
+ *
  * A benchmark, not a test: it reports, it asserts nothing. Bounded in count and time.
  */
 #include "audit.h"
@@ -169,18 +174,47 @@ int main(int argc, char **argv)
     free(line);
     close(fd);
 
+    /* ---- direct appends: one event a call ---- */
+    enum { MAX_DIRECT = 3000 };
+    size_t direct = 0;
+    t0 = now_ns();
+    for (; direct < MAX_DIRECT && now_ns() - t0 < budget; direct++) {
+        if (pdk_audit_append(store, "bench", "exec", typical_event(direct), &err) < 0) {
+            fprintf(stderr, "bench: %s\n", err.message);
+            return 1;
+        }
+    }
+    double direct_s = (double)(now_ns() - t0) / 1e9;
+    snprintf(path, sizeof(path), "%s/baseline-direct.jsonl", dir);
+    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    line = json_dumps(typical_event(0), JSON_COMPACT | JSON_SORT_KEYS);
+    len = strlen(line);
+    size_t base_direct = 0;
+    t0 = now_ns();
+    for (; base_direct < MAX_DIRECT && now_ns() - t0 < budget; base_direct++)
+        if (write(fd, line, len) < 0 || write(fd, "\n", 1) < 0 || fdatasync(fd) < 0)
+            return 1;
+    double base_direct_s = (double)(now_ns() - t0) / 1e9;
+    free(line);
+    close(fd);
+
     pdk_audit_verdict v;
     pdk_audit_verify(store, &v, &err);
     pdk_store_close(store);
     double eps = (double)events / audit_s, beps = (double)base_events / base_s;
+    double deps = (double)direct / direct_s, bdeps = (double)base_direct / base_direct_s;
     printf("audit baseline (file+fdatasync)  %9.0f events/s\n", beps);
     printf("audit log (SQLite, chained)      %9.0f events/s (%zu events, batches of %d, "
            "chain %s)\n",
            eps, events, BATCH, v.intact ? "intact" : "BROKEN");
     printf("audit log / baseline = %.2f\n", eps / beps);
+    printf("direct baseline (file+fdatasync) %9.0f events/s\n", bdeps);
+    printf("audit direct appends (one a call)%9.0f events/s (%zu events)\n", deps, direct);
+    printf("audit direct appends / baseline = %.2f\n", deps / bdeps);
     printf("{\"decision_median_us\": %.3f, \"decision_baseline_median_us\": %.3f, "
-           "\"audit_events_per_s\": %.0f, \"audit_baseline_events_per_s\": %.0f}\n",
-           (double)rules / 1000, (double)base / 1000, eps, beps);
+           "\"audit_events_per_s\": %.0f, \"audit_baseline_events_per_s\": %.0f, "
+           "\"audit_direct_events_per_s\": %.0f, \"audit_direct_baseline_events_per_s\": %.0f}\n",
+           (double)rules / 1000, (double)base / 1000, eps, beps, deps, bdeps);
     if (own)
         pdk_rm_rf_at(AT_FDCWD, dir);
     return 0;

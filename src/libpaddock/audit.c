@@ -328,18 +328,39 @@ static int verify_row(const pdk_audit_event *e, void *arg)
 
 /* ---- the recorded end (STATE/audit-head) ----
  *
- * "SEQ HASH\n": the last row the log is known to have reached. Written (atomically, fsync'ed)
- * after rows are committed, under the store's lock, and only forward: when the log still
- * holds the row recorded there with its hash. A log that does not (rows deleted from its
- * end, others appended since) leaves the file where it was, so that verify fails until a
- * human acknowledges it (pdk_audit_acknowledge_truncation). */
+ * The last row the log is known to have reached, moved after rows are committed, under the
+ * store's lock, and only forward: when the log still holds the row recorded there with its
+ * hash. A log that does not (rows deleted from its end, others appended since) leaves it
+ * where it was, so that verify fails until a human acknowledges it
+ * (pdk_audit_acknowledge_truncation).
+ *
+ * The file is two slots of HEAD_SLOT_SIZE bytes, each in a sector of its own:
+ *
+ *     "paddock-audit-head GEN SEQ HASH CHECK\n" and NULs to the end of the slot
+ *
+ * GEN counts the writes (slot GEN % 2 holds write GEN), CHECK is the SHA-256 (hex) of the
+ * line before " CHECK". The valid slot with the higher GEN is the recorded end. A write
+ * goes in place into the other slot (pwrite, fdatasync: the file's size never changes, so
+ * nothing but the slot's data has to reach the disk), which leaves the newer end whole
+ * until the new one is: a crash that tears the slot being written leaves the one before,
+ * never a torn or an older end. The file is made (synced, renamed into place, its
+ * directory synced) only when there is none, or when it holds the single line "SEQ HASH\n"
+ * of earlier versions (read as such until then). */
 
-#define HEAD_FILE "audit-head"
+#define HEAD_FILE      "audit-head"
+#define HEAD_MAGIC     "paddock-audit-head"
+#define HEAD_SLOT_SIZE 512
 
 typedef struct audit_end {
     int64_t seq;
     char hash[65];
 } audit_end;
+
+/* What audit-head holds: the end, and what the next write needs. */
+typedef struct recorded_head {
+    audit_end end;
+    uint64_t gen; /* of the slot the end is from; 0: the earlier single line */
+} recorded_head;
 
 /* The row the log ends with (seq 0 and the genesis hash when it is empty). */
 static int read_log_end(pdk_store *store, audit_end *end, pdk_error *err)
@@ -347,8 +368,35 @@ static int read_log_end(pdk_store *store, audit_end *end, pdk_error *err)
     return read_head(store, &end->seq, end->hash, err);
 }
 
-/* 1 with *end, 0 when nothing is recorded yet, -1 with err (unreadable or damaged). */
-static int read_recorded_end(pdk_store *store, audit_end *end, pdk_error *err)
+/* Slot text for write gen of end, NUL-padded to HEAD_SLOT_SIZE. */
+static void format_slot(uint64_t gen, const audit_end *end, char slot[HEAD_SLOT_SIZE])
+{
+    memset(slot, 0, HEAD_SLOT_SIZE);
+    int len = snprintf(slot, HEAD_SLOT_SIZE, HEAD_MAGIC " %" PRIu64 " %" PRId64 " %s", gen,
+                       end->seq, end->hash);
+    char check[65];
+    pdk_sha256_hex(slot, (size_t)len, check);
+    snprintf(slot + len, HEAD_SLOT_SIZE - (size_t)len, " %s\n", check);
+}
+
+/* Whether slot holds a whole write (exactly what format_slot makes of what it says): *gen
+ * and *end from it. */
+static bool parse_slot(const char *slot, uint64_t *gen, audit_end *end)
+{
+    char text[HEAD_SLOT_SIZE + 1];
+    memcpy(text, slot, HEAD_SLOT_SIZE);
+    text[HEAD_SLOT_SIZE] = '\0';
+    if (sscanf(text, HEAD_MAGIC " %" SCNu64 " %" SCNd64 " %64[0-9a-f]", gen, &end->seq,
+               end->hash) != 3 ||
+        *gen == 0 || end->seq < 0 || strlen(end->hash) != 64)
+        return false;
+    char want[HEAD_SLOT_SIZE];
+    format_slot(*gen, end, want);
+    return memcmp(want, slot, HEAD_SLOT_SIZE) == 0;
+}
+
+/* 1 with *head, 0 when nothing is recorded yet, -1 with err (unreadable or damaged). */
+static int read_recorded_end(pdk_store *store, recorded_head *head, pdk_error *err)
 {
     _cleanup_close_ int dir = open(pdk_store_state_dir(store), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dir < 0)
@@ -359,23 +407,68 @@ static int read_recorded_end(pdk_store *store, audit_end *end, pdk_error *err)
         return 0;
     _cleanup_free_ char *text = NULL;
     size_t len = 0;
-    if (fd < 0 || pdk_read_all(fd, &text, &len, 4096) < 0)
+    if (fd < 0 || pdk_read_all(fd, &text, &len, 2 * HEAD_SLOT_SIZE) < 0)
         return pdk_error_set(err, errno, "cannot read the audit log's recorded end %s/%s",
                              pdk_store_state_dir(store), HEAD_FILE);
-    int consumed = 0;
-    if (sscanf(text, "%" SCNd64 " %64[0-9a-f]%n", &end->seq, end->hash, &consumed) != 2 ||
-        end->seq < 0 || strlen(end->hash) != 64 || strcmp(text + consumed, "\n") != 0)
-        return pdk_error_set(err, 0, "the audit log's recorded end %s/%s is damaged",
-                             pdk_store_state_dir(store), HEAD_FILE);
-    return 1;
+    if (len == 2 * HEAD_SLOT_SIZE) {
+        recorded_head slot[2] = {0};
+        bool valid[2];
+        for (int i = 0; i < 2; i++)
+            valid[i] = parse_slot(text + i * HEAD_SLOT_SIZE, &slot[i].gen, &slot[i].end) &&
+                       slot[i].gen % 2 == (uint64_t)i;
+        if (valid[0] || valid[1]) {
+            int newer = !valid[0] ? 1 : !valid[1] ? 0 : slot[1].gen > slot[0].gen;
+            *head = slot[newer];
+            return 1;
+        }
+    } else { /* the single line of earlier versions */
+        int consumed = 0;
+        head->gen = 0;
+        if (memchr(text, '\0', len) == NULL &&
+            sscanf(text, "%" SCNd64 " %64[0-9a-f]%n", &head->end.seq, head->end.hash, &consumed) ==
+                2 &&
+            head->end.seq >= 0 && strlen(head->end.hash) == 64 &&
+            strcmp(text + consumed, "\n") == 0)
+            return 1;
+    }
+    return pdk_error_set(err, 0, "the audit log's recorded end %s/%s is damaged",
+                         pdk_store_state_dir(store), HEAD_FILE);
 }
 
-static int write_recorded_end(pdk_store *store, const audit_end *end, pdk_error *err)
+/* Record end as the next write after head (NULL: none, or one that is not kept: the file is
+ * made anew). */
+static int write_recorded_end(pdk_store *store, const recorded_head *head, const audit_end *end,
+                              pdk_error *err)
 {
     _cleanup_close_ int dir = open(pdk_store_state_dir(store), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    char text[96];
-    int len = snprintf(text, sizeof(text), "%" PRId64 " %s\n", end->seq, end->hash);
-    if (dir < 0 || pdk_write_file_atomic(dir, HEAD_FILE, text, (size_t)len, 0600, true) < 0)
+    if (dir < 0)
+        return pdk_error_set(err, errno, "cannot record the audit log's end in %s/%s",
+                             pdk_store_state_dir(store), HEAD_FILE);
+    char slot[HEAD_SLOT_SIZE];
+    if (head && head->gen > 0) {
+        /* In place, into the slot the newer end is not in. */
+        uint64_t gen = head->gen + 1;
+        format_slot(gen, end, slot);
+        _cleanup_close_ int fd =
+            openat(dir, HEAD_FILE, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        struct stat st;
+        if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+            st.st_size == 2 * HEAD_SLOT_SIZE) {
+            if (pwrite(fd, slot, sizeof(slot), (off_t)(gen % 2) * HEAD_SLOT_SIZE) !=
+                    (ssize_t)sizeof(slot) ||
+                fdatasync(fd) < 0)
+                return pdk_error_set(err, errno, "cannot record the audit log's end in %s/%s",
+                                     pdk_store_state_dir(store), HEAD_FILE);
+            return 0;
+        }
+        /* (replaced since it was read: made anew, below) */
+    }
+    /* Made: write 1 in slot 1 and slot 0 empty (no end there yet). */
+    char file[2 * HEAD_SLOT_SIZE];
+    memset(file, 0, HEAD_SLOT_SIZE);
+    format_slot(1, end, slot);
+    memcpy(file + HEAD_SLOT_SIZE, slot, HEAD_SLOT_SIZE);
+    if (pdk_write_file_atomic(dir, HEAD_FILE, file, sizeof(file), 0600, true) < 0)
         return pdk_error_set(err, errno, "cannot record the audit log's end in %s/%s",
                              pdk_store_state_dir(store), HEAD_FILE);
     return 0;
@@ -425,25 +518,26 @@ static void advance_recorded_end(pdk_store *store)
 {
     pdk_error err = {0};
     _cleanup_close_ int lock = pdk_store_lock(store, &err);
-    audit_end last, recorded;
+    audit_end last;
+    recorded_head recorded = {0};
     if (lock < 0 || read_log_end(store, &last, &err) < 0)
         goto warn;
     int r = read_recorded_end(store, &recorded, &err);
     if (r < 0)
         return; /* unreadable or damaged: it stays so, and verify says it */
     if (r == 1) {
-        if (recorded.seq >= last.seq)
+        if (recorded.end.seq >= last.seq)
             return; /* at the end already (or ahead of it: cut, and verify says it) */
         char problem[512];
         int64_t bad_seq = 0;
-        int holds =
-            holds_recorded_end(store, &last, &recorded, problem, sizeof(problem), &bad_seq, &err);
+        int holds = holds_recorded_end(store, &last, &recorded.end, problem, sizeof(problem),
+                                       &bad_seq, &err);
         if (holds < 0)
             goto warn;
         if (holds == 0)
             return; /* cut: it stays where the log was cut, until acknowledged */
     }
-    if (last.seq == 0 || write_recorded_end(store, &last, &err) == 0)
+    if (last.seq == 0 || write_recorded_end(store, r == 1 ? &recorded : NULL, &last, &err) == 0)
         return;
 warn:
     pdk_warn("%s (the events are in the log; its end is recorded with the next ones)", err.message);
@@ -451,7 +545,8 @@ warn:
 
 int pdk_audit_check_end(pdk_store *store, char *problem, size_t size, pdk_error *err)
 {
-    audit_end last, recorded;
+    audit_end last;
+    recorded_head recorded;
     int64_t bad_seq = 0;
     if (read_log_end(store, &last, err) < 0)
         return -1;
@@ -465,7 +560,7 @@ int pdk_audit_check_end(pdk_store *store, char *problem, size_t size, pdk_error 
     }
     if (r == 0)
         return 0;
-    r = holds_recorded_end(store, &last, &recorded, problem, size, &bad_seq, err);
+    r = holds_recorded_end(store, &last, &recorded.end, problem, size, &bad_seq, err);
     return r < 0 ? -1 : r == 1 ? 0 : 1;
 }
 
@@ -552,7 +647,8 @@ int pdk_audit_verify(pdk_store *store, pdk_audit_verdict *v, pdk_error *err)
     }
     /* The end recorded outside the table: rows deleted from the end and the chain
      * continued from there look intact in the table alone. */
-    audit_end log_end = {.seq = last}, recorded;
+    audit_end log_end = {.seq = last};
+    recorded_head recorded;
     memcpy(log_end.hash, vs.prev, sizeof(log_end.hash));
     pdk_error read_err = {0};
     r = read_recorded_end(store, &recorded, &read_err);
@@ -564,14 +660,14 @@ int pdk_audit_verify(pdk_store *store, pdk_audit_verdict *v, pdk_error *err)
         return 0;
     }
     if (r == 1) {
-        r = holds_recorded_end(store, &log_end, &recorded, v->problem, sizeof(v->problem),
+        r = holds_recorded_end(store, &log_end, &recorded.end, v->problem, sizeof(v->problem),
                                &v->bad_seq, err);
         if (r < 0)
             return -1;
         if (r == 0)
             return 0;
     }
-    if (r == 0 || recorded.seq < last)
+    if (r == 0 || recorded.end.seq < last)
         advance_recorded_end(store); /* none yet (a log older than the file): from now on */
     v->intact = true;
     return 0;
@@ -584,14 +680,16 @@ int pdk_audit_acknowledge_truncation(pdk_store *store, const char *by,
     _cleanup_close_ int lock = pdk_store_lock(store, err);
     if (lock < 0)
         return -1;
-    audit_end last, recorded = {0};
+    audit_end last;
+    recorded_head recorded = {0};
     if (read_log_end(store, &last, err) < 0)
         return -1;
     pdk_error read_err = {0};
     int r = read_recorded_end(store, &recorded, &read_err);
+    bool readable = r == 1;
     int64_t bad_seq = 0;
     if (r == 1) {
-        r = holds_recorded_end(store, &last, &recorded, out->problem, sizeof(out->problem),
+        r = holds_recorded_end(store, &last, &recorded.end, out->problem, sizeof(out->problem),
                                &bad_seq, err);
         if (r < 0)
             return -1;
@@ -601,23 +699,25 @@ int pdk_audit_acknowledge_truncation(pdk_store *store, const char *by,
         return 0;
     } else {
         snprintf(out->problem, sizeof(out->problem), "%.400s", read_err.message);
-        recorded.seq = -1;
+        recorded.end.seq = -1;
     }
     out->acknowledged = true;
-    out->recorded_seq = recorded.seq;
+    out->recorded_seq = recorded.end.seq;
     out->found_seq = last.seq;
     json_t *data =
         json_pack("{s:s, s:s, s:{s:I, s:s}}", "by", by ? by : "", "problem", out->problem,
                   "found_end", "seq", (json_int_t)last.seq, "hash", last.hash);
     json_object_set_new(data, "recorded_end",
-                        recorded.seq < 0 ? json_null()
-                                         : json_pack("{s:I, s:s}", "seq", (json_int_t)recorded.seq,
-                                                     "hash", recorded.hash));
+                        recorded.end.seq < 0
+                            ? json_null()
+                            : json_pack("{s:I, s:s}", "seq", (json_int_t)recorded.end.seq, "hash",
+                                        recorded.end.hash));
     pdk_audit_item item = {.kind = "audit.truncation_acknowledged", .data = data};
     if (append_committed(store, &item, 1, err) < 0 || read_log_end(store, &last, err) < 0)
         return -1;
     out->event_seq = last.seq;
-    return write_recorded_end(store, &last, err);
+    /* (a damaged file is made anew) */
+    return write_recorded_end(store, readable ? &recorded : NULL, &last, err);
 }
 
 /* ---- the spool ---- */

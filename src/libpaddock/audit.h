@@ -8,9 +8,10 @@
  *
  * (seq and time_ns in decimal, json() a JSON string or null), and prev_hash is the hash of
  * the row before (64 zeros for the first). meta "audit_head" holds the last seq and hash,
- * written in the same transaction; STATE/audit-head ("SEQ HASH") holds them too, outside the
- * database, moved after each commit under the store's lock and only forward (never past a
- * row the log no longer holds as it was). pdk_audit_verify() recomputes all of it and names
+ * written in the same transaction; STATE/audit-head holds them too, outside the database,
+ * moved after each commit under the store's lock and only forward (never past a row the log
+ * no longer holds as it was): two checksummed slots written in turn in place, one
+ * fdatasync a move, so that a crash leaves the end before, never a torn one (audit.c). pdk_audit_verify() recomputes all of it and names
  * the first row that was edited, deleted or moved, rows deleted at the end, an event
  * recorded twice, and a log cut short and written on since (the table alone agrees with
  * itself then; audit-head does not, until a human acknowledges it). Someone who can write

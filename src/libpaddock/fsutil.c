@@ -4,10 +4,12 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -333,29 +335,39 @@ static bool file_holds(int dirfd, const char *name, const void *content, size_t 
 int pdk_write_file_once(int dirfd, const char *name, const void *content, size_t len, mode_t mode)
 {
     if (file_holds(dirfd, name, content, len))
+        return 0; /* the common case: read, compared, nothing written, no lock */
+    /* Missing or other content (a host's bundle that changed, a file a crash tore): one
+     * writer at a time, under .paddock.NAME.lock, and only when it still does not hold
+     * content once the lock is ours (who waited finds the work done). Written aside,
+     * synced, renamed over name: readers (and binds) see the old file or the new one,
+     * whole. */
+    char lock_name[PATH_MAX], tmp[PATH_MAX];
+    if ((size_t)snprintf(lock_name, sizeof(lock_name), ".paddock.%s.lock", name) >=
+            sizeof(lock_name) ||
+        (size_t)snprintf(tmp, sizeof(tmp), ".paddock.%s.tmp", name) >= sizeof(tmp)) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    _cleanup_close_ int lock =
+        openat(dirfd, lock_name, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (lock < 0)
+        return -1;
+    while (flock(lock, LOCK_EX) < 0)
+        if (errno != EINTR)
+            return -1;
+    if (file_holds(dirfd, name, content, len))
         return 0;
-    /* Missing (or wrong): written aside, then linked into place, which never replaces what
-     * another run put there meanwhile. */
-    char tmp[64];
-    snprintf(tmp, sizeof(tmp), ".paddock.%d.once.tmp", (int)getpid());
-    (void)unlinkat(dirfd, tmp, 0);
+    (void)unlinkat(dirfd, tmp, 0); /* left by a writer killed before its rename */
     _cleanup_close_ int fd =
         openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
     if (fd < 0)
         return -1;
-    if (pdk_write_all(fd, content, len) < 0) {
+    if (fchmod(fd, mode) < 0 || pdk_write_all(fd, content, len) < 0 || fdatasync(fd) < 0 ||
+        renameat(dirfd, tmp, dirfd, name) < 0) {
         int saved = errno;
         unlinkat(dirfd, tmp, 0);
         errno = saved;
         return -1;
     }
-    int r = linkat(dirfd, tmp, dirfd, name, 0);
-    if (r < 0 && errno == EEXIST && !file_holds(dirfd, name, content, len))
-        r = renameat(dirfd, tmp, dirfd, name); /* holds something else: replaced once */
-    else if (r < 0 && errno == EEXIST)
-        r = 0;
-    int saved = errno;
-    unlinkat(dirfd, tmp, 0);
-    errno = saved;
-    return r;
+    return pdk_fsync_dir(dirfd);
 }

@@ -74,9 +74,11 @@ const char *pdk_path_relative(const char *path, const char *dir);
  * to be on the disk. */
 int pdk_write_file_atomic(int dirfd, const char *name, const void *content, size_t len, mode_t mode,
                           bool durable);
-/* Make dirfd/name hold content without ever replacing a file that already does: a file
- * that many runs bind into their sandboxes at once (resolv.conf) is written once, and only
- * replaced (atomically) when what it holds is not content. Returns 0 or -1 with errno. */
+/* Make dirfd/name hold content, writing only when it does not already: a file that many
+ * runs bind into their sandboxes at once (resolv.conf, the CA bundle) is read and compared
+ * by each, and written by one (under dirfd/.paddock.NAME.lock) only when missing or
+ * different; the new content is synced and renamed over name, so readers and binds see a
+ * whole file, old or new, and a crash never leaves a torn one. Returns 0 or -1 with errno. */
 int pdk_write_file_once(int dirfd, const char *name, const void *content, size_t len, mode_t mode);
 int pdk_write_file_atomic_ex(int dirfd, const char *name, const void *content, size_t len,
                              mode_t mode, bool durable, bool *renamed);

@@ -241,23 +241,21 @@ char *pdk_tls_ca_pem(const pdk_tls_ca *ca)
 int pdk_tls_ca_bundle(pdk_tls_ca *ca, const char **path, pdk_error *err)
 {
     *path = ca->bundle_path;
-    struct stat host, mine, own;
-    bool have_host = stat(PDK_TLS_HOST_BUNDLE, &host) == 0;
-    if (stat(ca->bundle_path, &mine) == 0 && stat(ca->cert_path, &own) == 0 &&
-        (!have_host || mine.st_mtim.tv_sec > host.st_mtim.tv_sec ||
-         (mine.st_mtim.tv_sec == host.st_mtim.tv_sec &&
-          mine.st_mtim.tv_nsec >= host.st_mtim.tv_nsec)))
-        return 0; /* up to date */
+    /* What it must hold, compared with what it holds (never judged by times: a host bundle
+     * put back with an old time, a torn file, another CA would pass): many runs start at
+     * once, each binds the file, one writes it when it must change. */
     _cleanup_free_ char *roots = NULL;
     size_t len = 0;
-    if (have_host && pdk_read_file_at(AT_FDCWD, PDK_TLS_HOST_BUNDLE, &roots, &len, 0) < 0)
+    if (pdk_read_file_at(AT_FDCWD, PDK_TLS_HOST_BUNDLE, &roots, &len, 0) < 0 && errno != ENOENT)
         return pdk_error_set(err, errno, "cannot read %s", PDK_TLS_HOST_BUNDLE);
     _cleanup_free_ char *pem = pdk_tls_ca_pem(ca);
+    if (!pem)
+        return pdk_error_set(err, EIO, "cannot write paddock's CA as PEM: %s", ssl_error());
     _cleanup_free_ char *all =
         xasprintf("%s%s# paddock's CA (TLS interception at the gateway)\n%s", roots ? roots : "",
-                  roots && len && roots[len - 1] != '\n' ? "\n" : "", pem ? pem : "");
+                  roots && len && roots[len - 1] != '\n' ? "\n" : "", pem);
     _cleanup_close_ int dir = open(ca->dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (dir < 0 || pdk_write_file_atomic(dir, "bundle.pem", all, strlen(all), 0644, false) < 0)
+    if (dir < 0 || pdk_write_file_once(dir, "bundle.pem", all, strlen(all), 0644) < 0)
         return pdk_error_set(err, errno, "cannot write %s", ca->bundle_path);
     return 0;
 }

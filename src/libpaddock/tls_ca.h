@@ -24,8 +24,10 @@ typedef struct pdk_tls_ca pdk_tls_ca;
 int pdk_tls_ca_open(const char *state_dir, pdk_tls_ca **out, pdk_error *err);
 void pdk_tls_ca_free(pdk_tls_ca *ca);
 
-/* Paths of the CA certificate and of the bundle for sandboxes (host roots + the CA, made
- * again when the host's bundle changes). */
+/* Paths of the CA certificate and of the bundle for sandboxes (host roots + the CA). The
+ * bundle is compared with what it must hold at every call and written only when it
+ * differs (the host's bundle changed, a torn file), by one caller at a time and renamed
+ * into place: runs that bind it at once each see a whole bundle. */
 const char *pdk_tls_ca_cert_path(const pdk_tls_ca *ca);
 int pdk_tls_ca_bundle(pdk_tls_ca *ca, const char **path, pdk_error *err);
 

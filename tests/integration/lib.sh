@@ -657,9 +657,23 @@ write_policy() {
     printf '%s\n' "$2" >"$1"
 }
 
-# mountinfo_count: lines of this shell's mount table (paddock must leave it as it found it).
-mountinfo_count() {
-    wc -l </proc/self/mountinfo
+# our_mounts: the mounts of this shell's mount table that are this test's to watch (paddock
+# must leave them as it found them), one "MOUNT-POINT ROOT FSTYPE SOURCE" a line, sorted:
+# those on or below the temp root $T (its state dir, workspace, home) or whose root is
+# there (a bind of them elsewhere), and those where paddock sets a sandbox up (/tmp and its
+# stage below it: /tmp/root, /tmp/setup, /tmp/fresh, which a setup outside its own mount
+# namespace would leave on the host). Other suites running at once (tests/run -j) mount and
+# unmount in their own temp roots: the whole table would change under this test with them.
+our_mounts() {
+    awk -v t="$T" '
+        function ours(p) {
+            return p == t || index(p, t "/") == 1 || p == "/tmp" || p ~ "^/tmp/(root|setup|fresh)(/|$)"
+        }
+        {
+            for (sep = 7; sep <= NF && $sep != "-"; sep++) {}
+            if (ours($5) || ours($4))
+                print $5, $4, $(sep + 1), $(sep + 2)
+        }' /proc/self/mountinfo | LC_ALL=C sort
 }
 
 # set_secret NAME VALUE: store VALUE in the test's vault (on stdin, as a user would).

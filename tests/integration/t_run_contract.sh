@@ -6,12 +6,41 @@
 . "$(dirname "$0")/lib.sh"
 need_userns
 
-MOUNTS_BEFORE=$(mountinfo_count)
+MOUNTS_BEFORE=$(our_mounts)
+
+# The check itself, in a mount namespace of its own (what it mounts there nobody else sees,
+# and it goes with it): a mount another suite makes in its own temp root is not this test's
+# (the whole table counted it: suites running at once failed each other), one left below
+# $T is, and so is one where paddock sets a sandbox up.
+if unshare --mount true 2>/dev/null; then NS=(unshare --mount --propagation private)
+else NS=(unshare --user --map-root-user --mount --propagation private); fi
+OTHER=$(mktemp -d /tmp/paddock-other.XXXXXX)
+cleanup_path "$OTHER"
+mkdir "$T/leak"
+export -f our_mounts
+seen=$(T="$T" OTHER="$OTHER" "${NS[@]}" bash -c '
+    before=$(our_mounts)
+    mount -t tmpfs -o size=1m paddock-test "$OTHER" || exit 1
+    [ "$(our_mounts)" = "$before" ] && echo "other: not ours"
+    umount "$OTHER"
+    mount -t tmpfs -o size=1m paddock-test "$T/leak" || exit 1
+    [ "$(our_mounts)" != "$before" ] && echo "leak: seen"
+    umount "$T/leak"
+    mount -t tmpfs -o size=1m paddock-test /tmp || exit 1
+    [ "$(our_mounts)" != "$before" ] && echo "stage: seen"' 2>&1)
+if [ $? -eq 0 ]; then
+    expect_eq "the mount check: another suite's mount is not this test's, a leaked one is" \
+        "other: not ours
+leak: seen
+stage: seen" "$seen"
+else
+    skip "the mount check" "cannot mount a tmpfs in a mount namespace: $seen"
+fi
 
 # expect_clean WHAT: after WHAT, no session dir, no new mount, no process left behind.
 expect_clean() {
     expect_eq "after $1: no session dir left" "" "$(session_dirs)"
-    expect_eq "after $1: the mount table is as before" "$MOUNTS_BEFORE" "$(mountinfo_count)"
+    expect_eq "after $1: the mount table is as before" "$MOUNTS_BEFORE" "$(our_mounts)"
     local left
     left=$(leftover_pids)
     expect_eq "after $1: no process left" "" "$left"

@@ -8,8 +8,8 @@
 need_userns
 [ -e "$PADDOCK_BUILD/paddock-gateway.so" ] || bail_out "paddock-gateway.so is not built"
 
-# par N OUTDIR ARGS...: N `paddock run ARGS` at once from $WS; each one's exit status and
-# stderr in OUTDIR/N.rc, OUTDIR/N.err. Waits for all of them.
+# par N OUTDIR ARGS...: N `paddock run ARGS` at once from $WS; each one's exit status,
+# stdout and stderr in OUTDIR/N.rc, OUTDIR/N.out, OUTDIR/N.err. Waits for all of them.
 par() {
     local n="$1" out="$2" i pids=()
     shift 2
@@ -18,7 +18,7 @@ par() {
     for i in $(seq "$n"); do
         (
             HOME="$TEST_HOME" PATH="$SANDBOX_PATH" timeout -k 5 120 "$PADDOCK" run "$@" \
-                </dev/null >/dev/null 2>"$out/$i.err"
+                </dev/null >"$out/$i.out" 2>"$out/$i.err"
             echo $? >"$out/$i.rc"
         ) &
         pids+=($!)
@@ -81,6 +81,57 @@ done
 expect_eq "75 networked runs, 25 at a time, all start (one resolv.conf, never rewritten)" "" "$bad"
 expect_no_match "... none of them told of a session in use, a missing resolv.conf or a broken pipe" \
     "in use|resolv.conf|Broken pipe" "$bad"
+
+# ---- the CA bundle under concurrent networked runs -----------------------------------------
+
+# Every networked run binds STATE/ca/bundle.pem (the host's roots, then paddock's CA) over
+# the distribution's bundle. Many at once: each sees the whole bundle, the file is written
+# only when what it holds must change (an old time on it is no reason: each rewrite is a new
+# file under runs that bind it), and a torn one (what a crash before its data reached the
+# disk leaves) is made whole by the next runs, never bound as it is.
+BUNDLE=$STATE/ca/bundle.pem
+INSIDE=/etc/ssl/certs/ca-certificates.crt
+[ -e "$INSIDE" ] || INSIDE=/run/paddock-ca-bundle.pem
+SEEN='stat -c "%i %Y" "$1" && sha256sum <"$1" | cut -c1-64'
+# bundle_hash: the hash of what bundle.pem must hold.
+bundle_hash() {
+    "$PYTHON" - "$STATE/ca/ca.pem" <<'PY'
+import hashlib, os, sys
+host = "/etc/ssl/certs/ca-certificates.crt"
+roots = open(host, "rb").read() if os.path.exists(host) else b""
+sep = b"\n" if roots and not roots.endswith(b"\n") else b""
+pem = open(sys.argv[1], "rb").read()
+print(hashlib.sha256(roots + sep + b"# paddock's CA (TLS interception at the gateway)\n" + pem).hexdigest())
+PY
+}
+# bundle_round NAME: 16 networked runs at once, each printing the inode, time and hash of
+# the bundle it sees; sets seen (the distinct "inode time<TAB>hash" lines) and bad (failed
+# runs).
+bundle_round() {
+    par 16 "$T/$1" --policy "$T/net.yaml" -- sh -c "$SEEN" sh "$INSIDE"
+    bad=$(failures "$T/$1")
+    seen=$(cat "$T/$1"/*.out | paste - - | sort -u)
+}
+wrun --policy "$T/net.yaml" -- true
+want=$(bundle_hash)
+touch -d 2000-01-01 "$BUNDLE"
+inode=$(stat -c "%i %Y" "$BUNDLE")
+bundle_round bundle.old
+expect_eq "16 networked runs with an old time on a whole bundle all start" "" "$bad"
+expect_eq "... all see that bundle, not rewritten (inode and time $inode)" "$inode	$want" "$seen"
+torn_bad=""
+for round in 1 2 3 4 5; do
+    size=$(stat -c %s "$BUNDLE")
+    truncate -s $((size / 2)) "$BUNDLE"
+    bundle_round "bundle.torn.$round"
+    [ -z "$bad" ] || torn_bad+="round $round: $bad"$'\n'
+    # One bundle for all 16 (written once) and whole.
+    [ "$(printf '%s\n' "$seen" | wc -l)" = 1 ] && [ "${seen#*	}" = "$want" ] ||
+        torn_bad+="round $round saw: $(printf '%s' "$seen" | tr '\n' ' ')"$'\n'
+done
+expect_eq "5 times a torn bundle then 16 networked runs: all start and see one whole bundle" \
+    "" "$torn_bad"
+expect_eq "... which is what bundle.pem holds now" "$want" "$(sha256sum <"$BUNDLE" | cut -c1-64)"
 
 # ---- lost updates of session.json ----------------------------------------------------------
 

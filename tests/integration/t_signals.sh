@@ -4,7 +4,7 @@
 # the sandbox is left. Each case waits on events: the command's first line, then its exit.
 . "$(dirname "$0")/lib.sh"
 need_userns
-MOUNTS_BEFORE=$(mountinfo_count)
+MOUNTS_BEFORE=$(our_mounts)
 
 # sig_case SIGNAL CODE: start a sandboxed sleep, send SIGNAL to paddock, expect exit CODE.
 sig_case() {
@@ -41,7 +41,7 @@ if read_bg_line && [ "$BG_LINE" = ok ]; then
     expect_eq "SIGKILL to paddock: every sandboxed process is gone" "" \
         "$(_scan_pids all "$TAG-kill" "" 0)"
     expect_eq "SIGKILL to paddock: the mount table is as before" "$MOUNTS_BEFORE" \
-        "$(mountinfo_count)"
+        "$(our_mounts)"
     wrun --session killed -- "$PROBE" write "$WS/after-kill.txt"
     expect_eq "the session of a killed run runs again (exit 0)" 0 "$RC"
     expect_eq "and writes to its layer" ok "$OUT"

@@ -1,11 +1,12 @@
 /* test_audit.c: the hash-chained audit log in a real SQLite store: events append in order,
  * verify recomputes the chain and names the first row that was edited, deleted, swapped or
  * truncated, an event recorded twice, and a log cut short and written on (until that is
- * acknowledged); redaction keeps registered values out of every field; batches go in one
- * transaction. The spool: a write cut short leaves no torn line and is told by the next
- * event; a torn line left by a writer is skipped and what follows folded; processes
- * folding one spool at once fold each line once; processes opening a new store at once all
- * open it. */
+ * acknowledged), its recorded end written in place in two slots (a torn one leaves the
+ * other; the single line of earlier versions read); redaction keeps registered values out of every
+ * field; batches go in one transaction. The spool: a write cut short leaves no torn line and is
+ * told by the next event; a torn line left by a writer is skipped and what follows folded;
+ * processes folding one spool at once fold each line once; processes opening a new store at once
+ * all open it. */
 #include "audit.h"
 #include "fsutil.h"
 #include "log.h"
@@ -410,6 +411,142 @@ static void test_recorded_end_damaged(void **state)
     assert_true(v.intact);
 }
 
+/* ---- the recorded end's file (STATE/audit-head: two slots, written in place) ---- */
+
+#define HEAD_SLOT 512
+
+static void head_path(fixture *f, char *path, size_t size)
+{
+    snprintf(path, size, "%s/audit-head", f->dir);
+}
+
+/* The write count of each slot (0 when a slot does not parse). */
+static void head_gens(fixture *f, unsigned long long gen[2])
+{
+    char path[128], file[2 * HEAD_SLOT + 1] = "";
+    head_path(f, path, sizeof(path));
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    assert_true(fd >= 0);
+    assert_int_equal(read(fd, file, 2 * HEAD_SLOT), 2 * HEAD_SLOT);
+    close(fd);
+    for (int i = 0; i < 2; i++) {
+        gen[i] = 0;
+        char slot[HEAD_SLOT + 1];
+        memcpy(slot, file + i * HEAD_SLOT, HEAD_SLOT);
+        slot[HEAD_SLOT] = '\0';
+        if (sscanf(slot, "paddock-audit-head %llu", &gen[i]) != 1)
+            gen[i] = 0;
+    }
+}
+
+/* Overwrite the second half of slot i, as a write cut short by a crash leaves it. */
+static void tear_slot(fixture *f, int i)
+{
+    char path[128], junk[HEAD_SLOT / 2];
+    head_path(f, path, sizeof(path));
+    memset(junk, 'x', sizeof(junk));
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    assert_true(fd >= 0);
+    assert_int_equal(pwrite(fd, junk, sizeof(junk), (off_t)i * HEAD_SLOT + HEAD_SLOT / 2),
+                     (ssize_t)sizeof(junk));
+    close(fd);
+}
+
+static void test_recorded_end_written_in_place(void **state)
+{
+    fixture *f = *state;
+    append_five(f);
+    char path[128];
+    head_path(f, path, sizeof(path));
+    struct stat before, after;
+    assert_int_equal(stat(path, &before), 0);
+    assert_int_equal(before.st_size, 2 * HEAD_SLOT);
+    /* Each append moves it in place: the same file (no new one renamed over it, no
+     * directory to sync), the same size, the newer slot the other one each time. */
+    unsigned long long gen[2], next[2];
+    head_gens(f, gen);
+    for (int i = 6; i <= 9; i++) {
+        append(f, "s1", "exec", json_pack("{s:i}", "n", i));
+        head_gens(f, next);
+        assert_int_equal(next[0] + next[1], gen[0] + gen[1] + 2); /* one slot, one more */
+        memcpy(gen, next, sizeof(gen));
+    }
+    assert_int_equal(stat(path, &after), 0);
+    assert_int_equal(after.st_ino, before.st_ino);
+    assert_int_equal(after.st_size, 2 * HEAD_SLOT);
+    pdk_audit_verdict v;
+    verify(f, &v);
+    assert_true(v.intact);
+}
+
+static void test_recorded_end_torn_slot(void **state)
+{
+    fixture *f = *state;
+    append_five(f);
+    /* A crash while the end moved to row 5 tore that slot: the other still says row 4,
+     * whole; the end is row 4 (not damaged, not lost), and moves on from there. */
+    unsigned long long gen[2];
+    head_gens(f, gen);
+    int newer = gen[1] > gen[0];
+    tear_slot(f, newer);
+    char problem[512] = "";
+    pdk_error err = {0};
+    assert_int_equal(pdk_audit_check_end(f->store, problem, sizeof(problem), &err), 0);
+    /* Cut at row 3 with the table put in line: the end it still records (row 4) finds it. */
+    sql(f, "DELETE FROM audit WHERE seq >= 4;"
+           "UPDATE meta SET value = (SELECT seq || ' ' || hash FROM audit WHERE seq = 3) "
+           "WHERE key = 'audit_head'");
+    pdk_audit_verdict v;
+    verify(f, &v);
+    assert_false(v.intact);
+    assert_non_null(strstr(v.problem, "the log was cut: it reached row 4"));
+    /* Both slots torn (not what one write cut short leaves): damaged, and said so. */
+    tear_slot(f, !newer);
+    verify(f, &v);
+    assert_false(v.intact);
+    assert_non_null(strstr(v.problem, "audit-head is damaged"));
+}
+
+static void test_recorded_end_earlier_format(void **state)
+{
+    fixture *f = *state;
+    append_five(f);
+    /* What earlier versions wrote: the single line "SEQ HASH". */
+    sqlite3_stmt *st = NULL;
+    assert_int_equal(sqlite3_prepare_v2(pdk_store_db(f->store),
+                                        "SELECT hash FROM audit WHERE seq = 5", -1, &st, NULL),
+                     SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    char path[128];
+    head_path(f, path, sizeof(path));
+    FILE *fp = fopen(path, "w");
+    assert_non_null(fp);
+    fprintf(fp, "5 %s\n", (const char *)sqlite3_column_text(st, 0));
+    fclose(fp);
+    sqlite3_finalize(st);
+    pdk_audit_verdict v;
+    verify(f, &v);
+    assert_true(v.intact);
+    /* Read as the end it records, then made into slots by the next move. */
+    sql(f, "DELETE FROM audit WHERE seq >= 5;"
+           "UPDATE meta SET value = (SELECT seq || ' ' || hash FROM audit WHERE seq = 4) "
+           "WHERE key = 'audit_head'");
+    verify(f, &v);
+    assert_false(v.intact);
+    assert_non_null(strstr(v.problem, "the log was cut: it reached row 5"));
+    pdk_audit_acknowledgement ack;
+    pdk_error err = {0};
+    assert_int_equal(pdk_audit_acknowledge_truncation(f->store, "t", &ack, &err), 0);
+    assert_true(ack.acknowledged);
+    assert_int_equal(ack.recorded_seq, 5);
+    struct stat sb;
+    assert_int_equal(stat(path, &sb), 0);
+    assert_int_equal(sb.st_size, 2 * HEAD_SLOT);
+    append(f, "s1", "exec", NULL);
+    verify(f, &v);
+    assert_true(v.intact);
+}
+
 /* ---- the spool ---- */
 
 typedef struct folded {
@@ -727,6 +864,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_repeat_detected, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cut_and_written_on_detected, setup, teardown),
         cmocka_unit_test_setup_teardown(test_recorded_end_damaged, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_recorded_end_written_in_place, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_recorded_end_torn_slot, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_recorded_end_earlier_format, setup, teardown),
         cmocka_unit_test_setup_teardown(test_spool_write_cut_short, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fold_after_torn_line, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fold_stops_at_edited_line, setup, teardown),
