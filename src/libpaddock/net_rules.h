@@ -67,7 +67,7 @@ typedef struct pdk_net_rules {
     uint32_t idle_timeout_s;  /* a client connection with nothing moving either way ends */
 } pdk_net_rules;
 
-#define PDK_NET_DEFAULT_MAX_CONNECTIONS 512
+#define PDK_NET_DEFAULT_MAX_CONNECTIONS 256
 #define PDK_NET_MAX_MAX_CONNECTIONS     65536
 #define PDK_NET_DEFAULT_IDLE_TIMEOUT_S  120
 #define PDK_NET_MAX_IDLE_TIMEOUT_S      (24 * 3600)
