@@ -135,14 +135,42 @@ for l in sys.stdin:
 
 cat >"$WS/hangup.py" <<'EOF'
 exec(open("common.py").read())
-import struct
-for i in range(300):
-    s = socket.create_connection(PROXY)
-    s.sendall(b"GET http://api.test/big/4000000 HTTP/1.1\r\nHost: api.test\r\n\r\n")
-    s.recv(2000)  # the response has started
+import ssl, struct
+def reset(s):  # a reset, with bytes still coming: the gateway's next write meets a dead socket
     s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-    s.close()     # a reset: the gateway's next write meets a dead socket
-say("hung up 300 times")
+    s.close()
+ctx = ssl.create_default_context()
+n = 0
+for i in range(60):
+    for how in ("plain", "half", "ws", "wshalf", "tls"):
+        s = socket.create_connection(PROXY)
+        if how == "tls":
+            s.sendall(b"CONNECT tls.test:443 HTTP/1.1\r\nHost: tls.test:443\r\n\r\n")
+            head = b""
+            while b"\r\n\r\n" not in head:
+                head += s.recv(1)
+            t = ctx.wrap_socket(s, server_hostname="tls.test")
+            t.sendall(b"GET /big/4000000 HTTP/1.1\r\nHost: tls.test\r\n\r\n")
+            t.recv(2000)
+            s = t.unwrap() if False else t
+        elif how.startswith("ws"):
+            s.sendall(b"GET http://api.test/ws HTTP/1.1\r\nHost: api.test\r\nUpgrade: websocket\r\n"
+                      b"Connection: Upgrade\r\n\r\n")
+            head = b""
+            while b"\r\n\r\n" not in head:
+                head += s.recv(1)
+            s.sendall(b"x" * 200000)
+            if how == "wshalf":
+                s.shutdown(socket.SHUT_WR)
+            s.recv(1000)
+        else:
+            s.sendall(b"GET http://api.test/big/4000000 HTTP/1.1\r\nHost: api.test\r\n\r\n")
+            if how == "half":
+                s.shutdown(socket.SHUT_WR)
+            s.recv(2000)
+        reset(s)
+        n += 1
+say("hung up", n, "times")
 sys.exit(7)
 EOF
 prun --policy "$T/net.yaml" -- python3 hangup.py
@@ -321,13 +349,13 @@ cat >"$WS/unread.py" <<'EOF'
 exec(open("common.py").read())
 import ssl
 socks = []
-for i in range(60):  # plain, through the proxy
+for i in range(170):  # plain, through the proxy
     s = socket.create_connection(PROXY)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     s.sendall(b"GET http://api.test/big/20000000 HTTP/1.1\r\nHost: api.test\r\n\r\n")
     socks.append(s)
 ctx = ssl.create_default_context()
-for i in range(20):  # intercepted TLS, through CONNECT
+for i in range(30):  # intercepted TLS, through CONNECT
     s = socket.create_connection(PROXY)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     s.sendall(b"CONNECT tls.test:443 HTTP/1.1\r\nHost: tls.test:443\r\n\r\n")
@@ -348,7 +376,7 @@ rss=$(sup_kib "$sup" VmHWM)
 release_load
 finish_load
 diag "unread: $line1; supervisor peak RSS $rss KiB"
-expect_eq "unread: 80 connections asked for 20 MB each" "requested 80" "$line1"
+expect_eq "unread: 200 connections asked for 20 MB each" "requested 200" "$line1"
 check "unread: the supervisor's peak RSS stays under 200 MB" test "${rss:-999999}" -lt 204800
 expect_eq "unread: the run ends as the command did" 0 "$RC"
 
