@@ -19,10 +19,8 @@
 /* ---- repeated events ---- */
 
 static const char *const tally_event_kind[GW_TALLY_KINDS] = {
-    [GW_TALLY_DNS_BLOCKED] = "dns.blocked",
-    [GW_TALLY_CONNECT_REFUSED] = "net.connect",
-    [GW_TALLY_REQUEST_REFUSED] = "net.request",
-    [GW_TALLY_CONN_LIMIT] = "net.connect",
+    [GW_TALLY_DNS_BLOCKED] = "dns.blocked",     [GW_TALLY_CONNECT_REFUSED] = "net.connect",
+    [GW_TALLY_REQUEST_REFUSED] = "net.request", [GW_TALLY_CONN_LIMIT] = "net.connect",
     [GW_TALLY_IDLE] = "net.idle_closed",
 };
 
@@ -59,7 +57,8 @@ static void arm_tally_timer(pdk_gateway *g)
     /* just after the current second ends */
     uint64_t ns = pdk_now_monotonic_ns();
     uint64_t left = 1000000000ULL - ns % 1000000000ULL + 1000000ULL;
-    struct timeval tv = {(time_t)(left / 1000000000ULL), (suseconds_t)(left % 1000000000ULL / 1000)};
+    struct timeval tv = {(time_t)(left / 1000000000ULL),
+                         (suseconds_t)(left % 1000000000ULL / 1000)};
     evtimer_add(g->tally_timer, &tv);
 }
 
@@ -120,13 +119,13 @@ bool pdk__gw_conn_admit(pdk_gateway *g, evutil_socket_t fd, conn_kind kind)
     /* Closed at once: nothing is read or answered (an answer would be written into a
      * socket whose peer may never read it). */
     g->stats.connections_refused++;
-    json_t *ev = json_pack("{s:s, s:s, s:i}", "via",
-                           kind == CONN_CAPTURE   ? "capture"
-                           : kind == CONN_DNS_TCP ? "dns-tcp"
-                                                  : "proxy",
-                           "refused",
-                           "the session's connections at once reached network.limits.connections",
-                           "limit", (int)cap);
+    json_t *ev =
+        json_pack("{s:s, s:s, s:i}", "via",
+                  kind == CONN_CAPTURE   ? "capture"
+                  : kind == CONN_DNS_TCP ? "dns-tcp"
+                                         : "proxy",
+                  "refused", "the session's connections at once reached network.limits.connections",
+                  "limit", (int)cap);
     pdk__gw_audit_counted(g, GW_TALLY_CONN_LIMIT, ev);
     if (!g->cap_warned) {
         g->cap_warned = true;
