@@ -134,8 +134,8 @@ void pdk__gw_idle_closed(gw_conn *c)
                            c->kind == CONN_CAPTURE   ? "capture"
                            : c->kind == CONN_DNS_TCP ? "dns-tcp"
                                                      : "proxy",
-                           "host", c->host ? c->host : "", "port", (int)c->port,
-                           "idle_timeout_s", (json_int_t)g->idle.tv_sec);
+                           "host", c->host ? c->host : "", "port", (int)c->port, "idle_timeout_s",
+                           (json_int_t)g->idle.tv_sec);
     pdk__gw_audit_counted(g, GW_TALLY_IDLE, ev);
     pdk__gw_conn_free(c);
 }

@@ -77,9 +77,9 @@ typedef enum gw_tally_kind {
     GW_TALLY_KINDS
 } gw_tally_kind;
 typedef struct gw_tally {
-    uint64_t second;   /* the monotonic second counted */
-    unsigned written;  /* events written one by one in it */
-    uint64_t held;     /* the rest, not written yet */
+    uint64_t second;    /* the monotonic second counted */
+    unsigned written;   /* events written one by one in it */
+    uint64_t held;      /* the rest, not written yet */
     json_t *first_held; /* the first of those: the counted event's fields */
 } gw_tally;
 
@@ -122,12 +122,12 @@ struct pdk_gateway {
     uint64_t next_conn_id;
     pdk_gateway_stats stats;
     /* limits (gateway_limits.c) */
-    struct timeval idle;         /* network.limits.idle_timeout */
-    bool cap_warned;             /* the connection cap's warning is given */
-    struct event *accept_timer;  /* resumes paused listeners */
-    uint64_t accept_pauses;      /* at the descriptor limit */
+    struct timeval idle;        /* network.limits.idle_timeout */
+    bool cap_warned;            /* the connection cap's warning is given */
+    struct event *accept_timer; /* resumes paused listeners */
+    uint64_t accept_pauses;     /* at the descriptor limit */
     gw_tally tallies[GW_TALLY_KINDS];
-    struct event *tally_timer;   /* writes what was counted when its second ends */
+    struct event *tally_timer; /* writes what was counted when its second ends */
     /* the process behind a connection */
     pid_t init_pid;
     int diag_fd;

@@ -147,7 +147,8 @@ static void maybe_splice(gw_conn *c)
     event_add(down->read_ev, &c->g->idle);
 }
 
-static void tunnel_pump(gw_conn *c, struct bufferevent *from, struct bufferevent *to, uint64_t *count)
+static void tunnel_pump(gw_conn *c, struct bufferevent *from, struct bufferevent *to,
+                        uint64_t *count)
 {
     struct evbuffer *in = bufferevent_get_input(from);
     size_t n = evbuffer_get_length(in);

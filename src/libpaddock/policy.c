@@ -1949,9 +1949,8 @@ static void handle_network_connections(parse_state *st, const char *field, yaml_
     _cleanup_free_ char *q = quote_str(v);
     uint64_t count = 0;
     if (parse_decimal(v, PDK_NET_MAX_MAX_CONNECTIONS, &count) < 0 || count == 0) {
-        diag_node(st, n,
-                  "%s: %s is not a number of connections from 1 to %d (the default is %d)", field,
-                  q, PDK_NET_MAX_MAX_CONNECTIONS, PDK_NET_DEFAULT_MAX_CONNECTIONS);
+        diag_node(st, n, "%s: %s is not a number of connections from 1 to %d (the default is %d)",
+                  field, q, PDK_NET_MAX_MAX_CONNECTIONS, PDK_NET_DEFAULT_MAX_CONNECTIONS);
         return;
     }
     st->policy->network.max_connections = (uint32_t)count;

@@ -939,13 +939,15 @@ static void test_network_limits(void **state)
     assert_int_equal(p->network.max_connections, 1000);
     assert_int_equal(p->network.idle_timeout_s, 300);
     pdk_policy_free(p);
-    assert_one_diag("version: 1\nnetwork:\n  limits: {connections: 0}\n",
-                    "policy.yaml:3:25: network.limits.connections: \"0\" is not a number of connections "
-                    "from 1 to 65536 (the default is 256)");
-    assert_one_diag("version: 1\nnetwork:\n  limits: {idle_timeout: 2d}\n",
-                    "policy.yaml:3:26: network.limits.idle_timeout: \"2d\" is not a duration from 1 second "
-                    "to 1 day (use seconds, or a number with s, m or h, e.g. 2m; the default "
-                    "is 120s)");
+    assert_one_diag(
+        "version: 1\nnetwork:\n  limits: {connections: 0}\n",
+        "policy.yaml:3:25: network.limits.connections: \"0\" is not a number of connections "
+        "from 1 to 65536 (the default is 256)");
+    assert_one_diag(
+        "version: 1\nnetwork:\n  limits: {idle_timeout: 2d}\n",
+        "policy.yaml:3:26: network.limits.idle_timeout: \"2d\" is not a duration from 1 second "
+        "to 1 day (use seconds, or a number with s, m or h, e.g. 2m; the default "
+        "is 120s)");
 }
 
 static void test_example_argv(void **state)
