@@ -365,13 +365,27 @@ for i in range(30):  # intercepted TLS, through CONNECT
     t = ctx.wrap_socket(s, server_hostname="tls.test")
     t.sendall(b"GET /big/20000000 HTTP/1.1\r\nHost: tls.test\r\n\r\n")
     socks.append(t)
-time.sleep(4)  # the gateway fills what it will; nothing here reads
-say("requested", len(socks))
+say("requested", len(socks))  # and nothing here reads
 wait_for_test()
 EOF
 start_load unread "$T/mem.yaml" unread.py
 sup=$(load_pid)
 read -r -t 60 -u "$BG_FD" line1
+# The gateway takes what the upstreams send until its queues are full: wait until the
+# supervisor's memory has stopped growing (2 s unchanged within 1 MiB), or is over the bound.
+last=0 same=0
+for _ in $(seq 1 240); do
+    now=$(sup_kib "$sup" VmRSS)
+    [ "${now:-0}" -ge 204800 ] && break
+    if [ $((${now:-0} - last)) -lt 1024 ] && [ $((last - ${now:-0})) -lt 1024 ]; then
+        same=$((same + 1))
+        [ $same -ge 4 ] && break
+    else
+        same=0
+    fi
+    last=${now:-0}
+    sleep 0.5
+done
 rss=$(sup_kib "$sup" VmHWM)
 release_load
 finish_load
