@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The committed fuzz corpora replay without a crash in the normal build: every input of
-# fuzz/corpus/NAME goes through fuzz-NAME-replay (LLVMFuzzerTestOneInput without
+# fuzz/corpus/NAME (and of the seed folders fuzz/seeds names) goes through fuzz-NAME-replay (LLVMFuzzerTestOneInput without
 # libFuzzer), for every target. Under `make test-asan` this is the corpus under ASan+UBSan.
 # TAP output.
 set -u
@@ -24,7 +24,16 @@ for corpus in "$top"/fuzz/corpus/*/; do
         failed=1
         continue
     fi
-    if "$replay" "$corpus" >"$log" 2>&1; then
+    seeds=()
+    for dir in $(awk -v n="$name" '$1 == n { print $2 }' "$top/fuzz/seeds"); do
+        if [ -z "$(ls -A "$top/$dir" 2>/dev/null)" ]; then
+            echo "not ok $n - $name corpus replays cleanly # fuzz/seeds names $dir, which has no inputs"
+            failed=1
+            continue 2
+        fi
+        seeds+=("$top/$dir")
+    done
+    if "$replay" "$corpus" "${seeds[@]}" >"$log" 2>&1; then
         echo "ok $n - $name corpus replays cleanly"
     else
         rc=$?

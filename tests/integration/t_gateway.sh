@@ -239,13 +239,19 @@ expect_eq "the log verifies" 0 "$RC"
 expect_eq "the upstream never saw a denied request" 0 \
     "$(grep -c '"method": "DELETE"' "$T/upstream.log")"
 
-# Many processes at once, and a slow upstream that does not stall the others.
+# Many processes at once, and a slow upstream that does not stall the others: /slow answers
+# only once the 40 others were answered and the script asks /slow/release.
 cat >"$WS/many.sh" <<'EOF'
-curl -sS --max-time 20 -o /dev/null -w 'slow %{http_code}\n' http://slow.test/slow &
+curl -sS --max-time 60 -o /dev/null -w 'slow %{http_code}\n' http://slow.test/slow &
+slow=$!
+pids=""
 for i in $(seq 40); do
     curl -sS --max-time 20 -o /dev/null -w '%{http_code}\n' "http://api.test/v1/n$i" &
+    pids="$pids $!"
 done
-wait
+wait $pids
+curl -sS --max-time 20 -o /dev/null http://slow.test/slow/release
+wait $slow
 EOF
 wrun --policy "$T/net.yaml" -- sh ./many.sh
 expect_eq "40 concurrent clients: all answered 200" 40 "$(printf '%s\n' "$OUT" | grep -c '^200$')"

@@ -62,17 +62,25 @@ expect_eq "... the removed secret nowhere in clear" 0 \
     "$(cat "$STATE"/* 2>/dev/null | grep -a -c 'value-that-is-removed-later')"
 
 # The key, when the first secret of a state dir makes it.
-key_strays=""
+key_strays="" next_strays=""
 for i in $(seq 20); do
     fresh=$T/fresh$i
     mkdir -m 700 "$fresh"
     how="after:$(printf '0.%03d' $((1 + RANDOM % 30)))"
     [ $((i % 4)) = 0 ] && how="at:vault-file-written"
     PADDOCK_STATE_DIR="$fresh" set_killed first "first-value" "$how"
-    left=$(ls -A "$fresh" | grep -v -x -e vault -e vault.key -e vault.lock -e .paddock-state)
+    # vault.new (the vault linked, not yet renamed: a kill there leaves it) is the one copy
+    # a kill may leave, and the next change removes it; anything else is a stray now.
+    left=$(ls -A "$fresh" | grep -v -x -e vault -e vault.key -e vault.lock -e .paddock-state \
+        -e vault.new)
     [ -z "$left" ] || key_strays+="$i ($how): $left"$'\n'
+    printf 'next\n' | PADDOCK_STATE_DIR="$fresh" HOME="$TEST_HOME" timeout -k 5 60 "$PADDOCK" \
+        secret set next >/dev/null 2>&1
+    left=$(ls -A "$fresh" | grep -v -x -e vault -e vault.key -e vault.lock -e .paddock-state)
+    [ -z "$left" ] || next_strays+="$i ($how): $left"$'\n'
 done
 expect_eq "20 kills while the first secret makes the key leave no copy of the key" "" "$key_strays"
+expect_eq "... and the next change leaves no copy of the vault either" "" "$next_strays"
 
 # ---- the vault's plaintext in freed memory -------------------------------------------------
 

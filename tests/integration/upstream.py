@@ -5,7 +5,8 @@ optionally TLS. Prints its port on stdout once it listens, then serves until kil
   upstream.py [--tls CERT KEY] [--log FILE] [--git ROOT]
 
 Paths:
-  /slow        answers after 3 s (a slow upstream must not stall other connections)
+  /slow        answers once /slow/release was asked (a slow upstream must not stall
+               other connections), 504 after 60 s without
   /big/N       N bytes of body
   /status/N    status N, empty body
   .../ws       with Upgrade: websocket, 101, then echoes every byte
@@ -31,6 +32,8 @@ the body itself as text when it is under 4 KiB).
 """
 import base64, gzip, json, socket, ssl, subprocess, sys, threading, time, urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+SLOW_RELEASE = threading.Event()  # /slow answers once it is set
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -206,8 +209,12 @@ class Handler(BaseHTTPRequestHandler):
                 self.connection.sendall(data)
             self.close_connection = True
         elif self.path == "/slow":
-            time.sleep(3)
-            self._send(200, b"slow\n", "text/plain")
+            # held until /slow/release (or 60 s): nothing else may wait for it
+            released = SLOW_RELEASE.wait(60)
+            self._send(200 if released else 504, b"slow\n", "text/plain")
+        elif self.path == "/slow/release":
+            SLOW_RELEASE.set()
+            self._send(200, b"released\n", "text/plain")
         elif self.path.startswith("/big/"):
             n = int(self.path[5:])
             self.send_response(200)
