@@ -1271,6 +1271,16 @@ static void client_read(struct bufferevent *bev, void *arg)
     if (c->state != ST_HEAD)
         return;
     struct evbuffer *in = bufferevent_get_input(bev);
+    /* A head has network.limits.idle_timeout to arrive whole from its first byte: one
+     * trickled a byte at a time is never idle, and would hold its connection forever. */
+    uint64_t now = pdk_now_monotonic_ns();
+    if (c->head_started_ns == 0 && evbuffer_get_length(in) > 0) {
+        c->head_started_ns = now;
+    } else if (c->head_started_ns &&
+               now - c->head_started_ns > (uint64_t)c->g->idle.tv_sec * 1000000000ULL) {
+        pdk__gw_idle_closed(c);
+        return;
+    }
     while (evbuffer_get_length(in) > 0 && c->state == ST_HEAD) {
         size_t avail = evbuffer_get_contiguous_space(in);
         const char *data = (const char *)evbuffer_pullup(in, (ev_ssize_t)avail);
@@ -1294,6 +1304,7 @@ static void client_read(struct bufferevent *bev, void *arg)
         }
         evbuffer_drain(in, r.consumed);
         if (e == PDK_HTTP_HEAD) {
+            c->head_started_ns = 0;
             c->req = pdk_http_parser_take_head(c->requests);
             start_request(c);
             return;

@@ -208,7 +208,8 @@ struct gw_conn {
     uint64_t seq; /* requests on this connection */
     uint64_t t0_ns;
     uint64_t up_bytes, down_bytes;
-    uint64_t moved_ns; /* a tunnel's bytes last moved (either way): its idle time */
+    uint64_t moved_ns;        /* a tunnel's bytes last moved (either way): its idle time */
+    uint64_t head_started_ns; /* the current head's first byte came (0: none yet) */
     int status;
     bool request_done, response_done;
     bool websocket; /* the request asks for a WebSocket upgrade: only then may a 101 pass */

@@ -13,8 +13,8 @@
 #     the supervisor's peak RSS stays bounded (limits.memory: 64M for the sandbox);
 #   - a flood of blocked DNS queries: a bounded number of audit rows whose counts add up
 #     to the number of queries sent;
-#   - idle connections (no head, half a head, after a response, a quiet tunnel) end after
-#     network.limits.idle_timeout;
+#   - idle connections (no head, half a head, after a response, a quiet tunnel, a head
+#     trickled a byte at a time) end after network.limits.idle_timeout;
 #   - `paddock policy lint` on bad network.limits values.
 # The supervisor is the paddock process itself (the gateway is its module); the sandboxed
 # script prints a line when it has made its load and waits for the test on a pipe passed
@@ -448,6 +448,7 @@ expect_match "dns: a counted row keeps the fields of a row (name, type, rcode)" 
 net_policy "$T/idle.yaml" '  limits: {idle_timeout: 2s, connections: 64}'
 cat >"$WS/idle.py" <<'EOF'
 exec(open("common.py").read())
+import select
 def ends(s, what):
     s.settimeout(30)
     t0 = time.monotonic()
@@ -474,6 +475,21 @@ ends(s, "after a response:")
 s = socket.create_connection(PROXY)
 s.sendall(b"CONNECT pass.test:443 HTTP/1.1\r\nHost: pass.test:443\r\n\r\n")
 ends(s, "a quiet tunnel:")
+s = socket.create_connection(PROXY)  # a head trickled a byte every 0.2 s: never idle
+s.sendall(b"GET http://api.test/x HTTP/1.1\r\nX-Slow: ")
+t0 = time.monotonic()
+how = "open"
+while time.monotonic() - t0 < 30:
+    try:
+        s.send(b"a")
+        r, _, _ = select.select([s], [], [], 0.2)
+        if r and not s.recv(100):
+            how = "closed"
+            break
+    except OSError:
+        how = "closed"
+        break
+say("a trickled head:", how, "within 30 s" if how == "closed" else "")
 EOF
 prun --policy "$T/idle.yaml" -- python3 idle.py
 expect_eq "idle: a connection that sends nothing is closed" "nothing sent: closed within 30 s" \
@@ -483,8 +499,10 @@ expect_eq "idle: a kept-alive connection is closed" "after a response: closed wi
     "$(echo "$OUT" | sed -n 3p)"
 expect_eq "idle: a quiet tunnel is closed" "a quiet tunnel: closed within 30 s" \
     "$(echo "$OUT" | sed -n 4p)"
+expect_eq "idle: a head trickled a byte at a time is closed" "a trickled head: closed within 30 s" \
+    "$(echo "$OUT" | sed -n 5p)"
 idle_rows=$(audit_rows net.idle_closed | grep -c '"idle_timeout_s": 2')
-check "idle: the closes are in the audit" test "$idle_rows" -ge 3
+check "idle: the closes are in the audit" test "$idle_rows" -ge 4
 tunnel_idle=$(audit_rows net.tunnel_closed | grep -c '"idle_timeout_s": 2')
 expect_eq "idle: the tunnel's end says it was idle" 1 "$tunnel_idle"
 
