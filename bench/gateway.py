@@ -194,7 +194,10 @@ def main():
                     "  passthrough: [pass.test]\n"
                     '  resolve: {"up.test:80": "127.0.0.1:%d", "dl.test:443": "127.0.0.1:%d",'
                     ' "pass.test:443": "127.0.0.1:%d"}\n'
-                    "  upstream_ca: [%s/ca.pem]\n" % (http_port, tls_port, tls_port, work))
+                    "  upstream_ca: [%s/ca.pem]\n"
+                    # the concurrent step holds more than the default cap (256) at once
+                    "  limits: {connections: %d}\n"
+                    % (http_port, tls_port, tls_port, work, conns + 64))
 
         cred_policy = os.path.join(work, "cred.yaml")
         with open(policy) as f, open(cred_policy, "w") as out:

@@ -85,6 +85,7 @@ void pdk__gw_conn_free(gw_conn *c)
         g->conns = c->next;
     if (c->next)
         c->next->prev = c->prev;
+    g->open_conns--;
     free(c);
 }
 
@@ -101,6 +102,8 @@ static void send_at_once(evutil_socket_t fd)
 
 gw_conn *pdk__gw_conn_new(pdk_gateway *g, conn_kind kind, evutil_socket_t fd)
 {
+    if (!pdk__gw_conn_admit(g, fd, kind))
+        return NULL;
     send_at_once(fd); /* the sandbox's side: proxy, captured and DNS over TCP connections */
     gw_conn *c = xcalloc(1, sizeof(*c));
     c->g = g;
@@ -113,12 +116,32 @@ gw_conn *pdk__gw_conn_new(pdk_gateway *g, conn_kind kind, evutil_socket_t fd)
         return NULL;
     }
     bufferevent_set_max_single_read(c->client, MAX_SINGLE_READ);
+    /* Idle: reading enabled and nothing comes (a head, a body), or a response queued and
+     * nothing of it taken (libevent's timeouts run only while reading is enabled or
+     * something waits to be written: a request waiting for its upstream or a human is not
+     * idle). The client's events end the connection on BEV_EVENT_TIMEOUT. */
+    bufferevent_set_timeouts(c->client, &g->idle, &g->idle);
     c->next = g->conns;
     if (g->conns)
         g->conns->prev = c;
     g->conns = c;
+    g->open_conns++;
     g->stats.connections++;
     return c;
+}
+
+void pdk__gw_idle_closed(gw_conn *c)
+{
+    pdk_gateway *g = c->g;
+    g->stats.idle_closed++;
+    json_t *ev = json_pack("{s:I, s:s, s:s, s:i, s:I}", "conn", (json_int_t)c->id, "via",
+                           c->kind == CONN_CAPTURE   ? "capture"
+                           : c->kind == CONN_DNS_TCP ? "dns-tcp"
+                                                     : "proxy",
+                           "host", c->host ? c->host : "", "port", (int)c->port, "idle_timeout_s",
+                           (json_int_t)g->idle.tv_sec);
+    pdk__gw_audit_counted(g, GW_TALLY_IDLE, ev);
+    pdk__gw_conn_free(c);
 }
 
 static void free_later(evutil_socket_t fd, short what, void *arg)
@@ -296,11 +319,11 @@ void pdk__gw_refuse(gw_conn *c, int status, const char *status_text, const char 
     json_object_set_new(ev, "status", json_integer(status));
     if (reason)
         json_object_set_new(ev, "refused", json_string(reason));
-    pdk__gw_audit(g,
-                  c->req && c->req->method && strcmp(c->req->method, "CONNECT") != 0
-                      ? "net.request"
-                      : "net.connect",
-                  ev);
+    pdk__gw_audit_counted(g,
+                          c->req && c->req->method && strcmp(c->req->method, "CONNECT") != 0
+                              ? GW_TALLY_REQUEST_REFUSED
+                              : GW_TALLY_CONNECT_REFUSED,
+                          ev);
     if (!c->req) { /* not HTTP (a captured TLS connection): nothing to answer with */
         pdk__gw_conn_free(c);
         return;
@@ -343,6 +366,36 @@ static char *tls_failure(gw_conn *c, struct bufferevent *bev);
 static void intercept(gw_conn *c, const char *host, uint16_t port);
 static void client_read(struct bufferevent *bev, void *arg);
 
+/* Whether the upstream's end waits for the client to take what came before it (the queue
+ * toward the client is full: client_written goes on). */
+static bool upstream_end_waits(gw_conn *c)
+{
+    return evbuffer_get_length(bufferevent_get_input(c->upstream)) > 0 &&
+           evbuffer_get_length(bufferevent_get_output(c->client)) >= QUEUE_HIGH_WATER;
+}
+
+/* The upstream's end, once everything it sent before it went on toward the client. */
+static void upstream_ended(gw_conn *c)
+{
+    pdk_http_result r;
+    pdk_http_event e = pdk_http_parse_eof(c->responses, &r);
+    if (e == PDK_HTTP_MESSAGE_COMPLETE) {
+        /* an until-close body ended: so does the client connection */
+        c->response_done = true;
+        pdk__gw_response_end(c, bufferevent_get_output(c->client));
+        json_t *ev = pdk__gw_done_event(c);
+        json_object_set_new(ev, "status", json_integer(c->status));
+        pdk__gw_audit(c->g, "net.response", ev);
+        pdk__gw_close_after_flush(c);
+        return;
+    }
+    if (c->status == 0) {
+        pdk__gw_upstream_failed(c, "the upstream closed the connection before answering");
+        return;
+    }
+    pdk__gw_close_after_flush(c); /* cut short: the client sees the end */
+}
+
 static void upstream_event(struct bufferevent *bev, short what, void *arg)
 {
     gw_conn *c = arg;
@@ -368,23 +421,8 @@ static void upstream_event(struct bufferevent *bev, short what, void *arg)
             forward_response(c); /* what is buffered */
             if (c->state != ST_FORWARD)
                 return;
-            pdk_http_result r;
-            pdk_http_event e = pdk_http_parse_eof(c->responses, &r);
-            if (e == PDK_HTTP_MESSAGE_COMPLETE) {
-                /* an until-close body ended: so does the client connection */
-                c->response_done = true;
-                pdk__gw_response_end(c, bufferevent_get_output(c->client));
-                json_t *ev = pdk__gw_done_event(c);
-                json_object_set_new(ev, "status", json_integer(c->status));
-                pdk__gw_audit(c->g, "net.response", ev);
-                pdk__gw_close_after_flush(c);
-                return;
-            }
-            if (c->status == 0) {
-                pdk__gw_upstream_failed(c, "the upstream closed the connection before answering");
-                return;
-            }
-            pdk__gw_close_after_flush(c); /* cut short: the client sees the end */
+            if (!upstream_end_waits(c))
+                upstream_ended(c);
             return;
         }
         /* idle keep-alive connection gone: forget it */
@@ -634,6 +672,13 @@ static void intercept(gw_conn *c, const char *host, uint16_t port)
         return;
     }
     bufferevent_openssl_set_allow_dirty_shutdown(tls, 1);
+    /* The idle timeouts move to the TLS layer (the socket's would stop it reading for
+     * good); the layer passes bytes down only while the socket's queue is under the high
+     * mark, so that the queue toward the client is bounded: the layer's own queue fills,
+     * and reading from the upstream pauses on that. */
+    bufferevent_set_timeouts(c->client, NULL, NULL);
+    bufferevent_setwatermark(c->client, EV_WRITE, QUEUE_LOW_WATER, QUEUE_HIGH_WATER);
+    bufferevent_set_timeouts(tls, &g->idle, &g->idle);
     c->client = tls;
     c->tls_client = true;
     pdk_http_parser_free(c->requests);
@@ -787,7 +832,7 @@ static void forward_request_body(gw_conn *c)
             struct evbuffer *up = bufferevent_get_output(c->upstream);
             evbuffer_add(up, r.body, r.body_len);
             c->up_bytes += r.body_len;
-            if (evbuffer_get_length(up) >= TUNNEL_HIGH_WATER) {
+            if (evbuffer_get_length(up) >= QUEUE_HIGH_WATER) {
                 /* the upstream is slower: stop reading until it drains (upstream_written) */
                 evbuffer_drain(in, r.consumed);
                 bufferevent_disable(c->client, EV_READ);
@@ -861,7 +906,7 @@ static void forward_response(gw_conn *c)
         } else if (e == PDK_HTTP_BODY) {
             pdk__gw_response_body(c, r.body, r.body_len, out);
             c->down_bytes += r.body_len;
-            if (evbuffer_get_length(out) >= TUNNEL_HIGH_WATER) {
+            if (evbuffer_get_length(bufferevent_get_output(c->client)) >= QUEUE_HIGH_WATER) {
                 evbuffer_drain(in, r.consumed);
                 bufferevent_disable(c->upstream, EV_READ); /* until client_written */
                 return;
@@ -928,9 +973,24 @@ static void client_written(struct bufferevent *bev, void *arg)
 {
     gw_conn *c = arg;
     if (c->state == ST_FORWARD && !c->response_done && c->upstream) {
-        bufferevent_enable(c->upstream, EV_READ);
+        if (!c->upstream_eof)
+            bufferevent_enable(c->upstream, EV_READ);
         forward_response(c);
+        if (c->state == ST_FORWARD && !c->response_done && c->upstream_eof &&
+            !upstream_end_waits(c))
+            upstream_ended(c);
     }
+}
+
+void pdk__gw_bound_queues(gw_conn *c)
+{
+    /* The written callbacks come below the low mark; reading from one side stops while
+     * its input holds the high mark (what reads it drains it as it goes, unless the other
+     * side's queue is full). */
+    bufferevent_setwatermark(c->upstream, EV_WRITE, QUEUE_LOW_WATER, 0);
+    bufferevent_setwatermark(c->upstream, EV_READ, 0, QUEUE_HIGH_WATER);
+    bufferevent_setwatermark(c->client, EV_WRITE, QUEUE_LOW_WATER, 0);
+    bufferevent_setwatermark(c->client, EV_READ, 0, QUEUE_HIGH_WATER);
 }
 
 static void forward_client_read(struct bufferevent *bev, void *arg)
@@ -943,6 +1003,10 @@ static void forward_client_read(struct bufferevent *bev, void *arg)
 static void client_event(struct bufferevent *bev, short what, void *arg)
 {
     gw_conn *c = arg;
+    if (what & BEV_EVENT_TIMEOUT) {
+        pdk__gw_idle_closed(c);
+        return;
+    }
     if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
         if (c->state == ST_FORWARD && c->request_done && !c->response_done &&
             (what & BEV_EVENT_EOF)) {
@@ -1007,10 +1071,9 @@ static void on_upstream_ready(gw_conn *c)
         }
     }
     bufferevent_setcb(c->upstream, upstream_read, upstream_written, upstream_event, c);
-    bufferevent_setwatermark(c->upstream, EV_WRITE, TUNNEL_LOW_WATER, 0);
+    pdk__gw_bound_queues(c);
     bufferevent_enable(c->upstream, EV_READ | EV_WRITE);
     bufferevent_setcb(c->client, forward_client_read, client_written, client_event, c);
-    bufferevent_setwatermark(c->client, EV_WRITE, TUNNEL_LOW_WATER, 0);
     bufferevent_enable(c->client, EV_READ);
     forward_request_body(c); /* what came with the head, or the end of a bodiless one */
 }
@@ -1222,6 +1285,16 @@ static void client_read(struct bufferevent *bev, void *arg)
     if (c->state != ST_HEAD)
         return;
     struct evbuffer *in = bufferevent_get_input(bev);
+    /* A head has network.limits.idle_timeout to arrive whole from its first byte: one
+     * trickled a byte at a time is never idle, and would hold its connection forever. */
+    uint64_t now = pdk_now_monotonic_ns();
+    if (c->head_started_ns == 0 && evbuffer_get_length(in) > 0) {
+        c->head_started_ns = now;
+    } else if (c->head_started_ns &&
+               now - c->head_started_ns > (uint64_t)c->g->idle.tv_sec * 1000000000ULL) {
+        pdk__gw_idle_closed(c);
+        return;
+    }
     while (evbuffer_get_length(in) > 0 && c->state == ST_HEAD) {
         size_t avail = evbuffer_get_contiguous_space(in);
         const char *data = (const char *)evbuffer_pullup(in, (ev_ssize_t)avail);
@@ -1245,6 +1318,7 @@ static void client_read(struct bufferevent *bev, void *arg)
         }
         evbuffer_drain(in, r.consumed);
         if (e == PDK_HTTP_HEAD) {
+            c->head_started_ns = 0;
             c->req = pdk_http_parser_take_head(c->requests);
             start_request(c);
             return;
@@ -1259,6 +1333,10 @@ static void client_head_event(struct bufferevent *bev, short what, void *arg)
     gw_conn *c = arg;
     if (!(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT)))
         return; /* BEV_EVENT_CONNECTED: the TLS handshake with the client is done */
+    if (what & BEV_EVENT_TIMEOUT) { /* no head (or no rest of one) in time */
+        pdk__gw_idle_closed(c);
+        return;
+    }
     pdk_debug("gateway: connection %llu: client event 0x%x", (unsigned long long)c->id,
               (unsigned)what);
     if (c->tls_client && (what & BEV_EVENT_ERROR)) {
@@ -1364,7 +1442,7 @@ static void on_capture_accept(struct evconnlistener *l, evutil_socket_t fd, stru
         json_t *ev =
             json_pack("{s:s, s:i, s:s}", "address", text, "port", (int)ntohs(local.sin_port),
                       "refused", "not an address the DNS stub handed out");
-        pdk__gw_audit(g, "net.connect", ev);
+        pdk__gw_audit_counted(g, GW_TALLY_CONNECT_REFUSED, ev);
         g->stats.denied++;
         close(fd);
         return;
@@ -1419,6 +1497,8 @@ pdk_gateway *pdk_gateway_new(const pdk_gateway_config *cfg, pdk_error *err)
     g->spool = cfg->spool;
     g->session = xstrdup(cfg->session ? cfg->session : "");
     g->names = pdk_dns_table_new();
+    g->idle.tv_sec = g->rules->idle_timeout_s ? (time_t)g->rules->idle_timeout_s
+                                              : PDK_NET_DEFAULT_IDLE_TIMEOUT_S;
     g->dns_udp_fd = -1;
     g->diag_fd = -1;
     g->state_dir = xstrdup(cfg->state_dir);
@@ -1456,6 +1536,7 @@ void pdk_gateway_serve(void *gateway, struct event_base *base, pid_t init_pid,
     pdk_gateway *g = gateway;
     g->base = base;
     g->init_pid = init_pid;
+    pdk__gw_limits_start(g);
     /* Two descriptors a connection (the sandbox's side and the upstream's): the soft limit
      * goes up to the hard one. */
     struct rlimit nofile;
@@ -1496,8 +1577,14 @@ void pdk_gateway_serve(void *gateway, struct event_base *base, pid_t init_pid,
             close(s->fd);
             continue;
         }
+        evconnlistener_set_error_cb(l, pdk__gw_on_accept_error);
         g->listeners[g->nlisteners++] = l;
     }
+}
+
+void pdk_gateway_finish(pdk_gateway *g)
+{
+    pdk__gw_tallies_flush(g);
 }
 
 void pdk_gateway_stats_get(const pdk_gateway *g, pdk_gateway_stats *out)
@@ -1509,6 +1596,7 @@ void pdk_gateway_free(pdk_gateway *g)
 {
     if (!g)
         return;
+    pdk__gw_tallies_flush(g);
     while (g->conns)
         pdk__gw_conn_free(g->conns);
     for (size_t i = 0; i < g->nlisteners; i++)
@@ -1526,6 +1614,7 @@ void pdk_gateway_free(pdk_gateway *g)
     if (g->ask_timer)
         event_free(g->ask_timer);
     pdk_store_close(g->store);
+    pdk__gw_limits_end(g);
     pdk__gw_masks_free(g);
     pdk__gw_credentials_free(g);
     free(g->state_dir);
@@ -1546,4 +1635,5 @@ const pdk_gateway_module pdk_gateway_module_v1 = {
     .destroy = pdk_gateway_free,
     .ca_bundle = pdk_gateway_ca_bundle,
     .ca_pem = pdk_gateway_ca_pem,
+    .finish = pdk_gateway_finish,
 };

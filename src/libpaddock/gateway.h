@@ -77,9 +77,15 @@ void pdk_gateway_serve(void *gateway, struct event_base *base, pid_t init_pid,
 
 typedef struct pdk_gateway_stats {
     uint64_t connections, requests, denied, dns_queries, dns_blocked;
+    uint64_t connections_refused; /* beyond network.limits.connections */
+    uint64_t idle_closed;         /* network.limits.idle_timeout */
 } pdk_gateway_stats;
 
 void pdk_gateway_stats_get(const pdk_gateway *gateway, pdk_gateway_stats *out);
+
+/* The end of serving: events counted and not written yet are written (before the
+ * session's summary). */
+void pdk_gateway_finish(pdk_gateway *gateway);
 
 /* Close every connection and socket. NULL-safe. */
 void pdk_gateway_free(pdk_gateway *gateway);
@@ -104,9 +110,10 @@ typedef struct pdk_gateway_module {
     void (*destroy)(pdk_gateway *gateway);
     char *(*ca_bundle)(const char *state_dir, pdk_error *err);
     char *(*ca_pem)(const char *state_dir, pdk_error *err);
+    void (*finish)(pdk_gateway *gateway);
 } pdk_gateway_module;
 
-#define PDK_GATEWAY_ABI    5 /* (5: pdk_net_rule has host_loopback) */
+#define PDK_GATEWAY_ABI    6 /* (6: network.limits, finish, stats of the limits) */
 #define PDK_GATEWAY_SYMBOL "pdk_gateway_module_v1"
 
 /* In paddock (gateway_module.c): the module next to the executable, or in the installed

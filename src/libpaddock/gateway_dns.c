@@ -20,7 +20,7 @@ static void dns_outcome(pdk_gateway *g, const pdk_dns_outcome *o, const char *tr
         json_object_set_new(ev, "type", json_string(type));
     else
         json_object_set_new(ev, "type", json_integer(o->qtype));
-    pdk__gw_audit(g, "dns.blocked", ev);
+    pdk__gw_audit_counted(g, GW_TALLY_DNS_BLOCKED, ev); /* a flood is counted, not a row each */
 }
 
 void pdk__gw_on_dns_udp(evutil_socket_t fd, short what, void *arg)

@@ -10,6 +10,7 @@
  *   gateway_credentials.c  credentials put on requests, placeholders kept to their hosts
  *   gateway_providers.c    minted credentials
  *   gateway_mask.c    what goes into the sandbox: real secrets masked
+ *   gateway_limits.c  the connection cap, the descriptor limit, repeated events counted
  */
 #ifndef PADDOCK_GATEWAY_INTERNAL_H
 #define PADDOCK_GATEWAY_INTERNAL_H
@@ -56,10 +57,31 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define TUNNEL_HIGH_WATER (4u << 20) /* bytes queued toward one side before reading pauses */
-#define TUNNEL_LOW_WATER  (1u << 20)
-#define MAX_SINGLE_READ   (256 * 1024)
-#define DNS_TCP_IDLE_SEC  10
+/* Bytes queued toward one side (the client's or the upstream's, TLS layers included)
+ * before reading from the other pauses, and the mark below which it resumes: what one
+ * connection may make the supervisor hold, whoever does not read. */
+#define QUEUE_HIGH_WATER (256u << 10)
+#define QUEUE_LOW_WATER  (64u << 10)
+#define MAX_SINGLE_READ  (256 * 1024)
+#define DNS_TCP_IDLE_SEC 10
+
+/* Events of a kind written one by one in a second; the rest of it is one event, counted
+ * (gateway_limits.c). */
+#define PDK_GW_EVENTS_PER_SECOND 20
+typedef enum gw_tally_kind {
+    GW_TALLY_DNS_BLOCKED,     /* dns.blocked */
+    GW_TALLY_CONNECT_REFUSED, /* net.connect refused by the rules */
+    GW_TALLY_REQUEST_REFUSED, /* net.request refused by the rules */
+    GW_TALLY_CONN_LIMIT,      /* net.connect refused: network.limits.connections */
+    GW_TALLY_IDLE,            /* net.idle_closed: network.limits.idle_timeout */
+    GW_TALLY_KINDS
+} gw_tally_kind;
+typedef struct gw_tally {
+    uint64_t second;    /* the monotonic second counted */
+    unsigned written;   /* events written one by one in it */
+    uint64_t held;      /* the rest, not written yet */
+    json_t *first_held; /* the first of those: the counted event's fields */
+} gw_tally;
 
 typedef enum conn_kind { CONN_PROXY, CONN_CAPTURE, CONN_DNS_TCP } conn_kind;
 typedef enum conn_state {
@@ -96,8 +118,16 @@ struct pdk_gateway {
     int dns_udp_fd;
     struct event *dns_udp_ev;
     gw_conn *conns;
+    size_t open_conns; /* in conns */
     uint64_t next_conn_id;
     pdk_gateway_stats stats;
+    /* limits (gateway_limits.c) */
+    struct timeval idle;        /* network.limits.idle_timeout */
+    bool cap_warned;            /* the connection cap's warning is given */
+    struct event *accept_timer; /* resumes paused listeners */
+    uint64_t accept_pauses;     /* at the descriptor limit */
+    gw_tally tallies[GW_TALLY_KINDS];
+    struct event *tally_timer; /* writes what was counted when its second ends */
     /* the process behind a connection */
     pid_t init_pid;
     int diag_fd;
@@ -184,6 +214,8 @@ struct gw_conn {
     uint64_t seq; /* requests on this connection */
     uint64_t t0_ns;
     uint64_t up_bytes, down_bytes;
+    uint64_t moved_ns;        /* a tunnel's bytes last moved (either way): its idle time */
+    uint64_t head_started_ns; /* the current head's first byte came (0: none yet) */
     int status;
     bool request_done, response_done;
     bool websocket; /* the request asks for a WebSocket upgrade: only then may a 101 pass */
@@ -240,6 +272,23 @@ char *pdk__gw_request_line(gw_conn *c);
 void pdk__gw_refuse(gw_conn *c, int status, const char *status_text, const char *reason);
 /* The current request may go on: recorded, then sent upstream. */
 void pdk__gw_proceed(gw_conn *c, const char *how);
+
+/* A connection idle for network.limits.idle_timeout: counted, recorded and ended. */
+void pdk__gw_idle_closed(gw_conn *c);
+/* The queues of a connection with an upstream bounded both ways (watermarks). */
+void pdk__gw_bound_queues(gw_conn *c);
+
+/* gateway_limits.c */
+/* An event of a repeated kind (o stolen): written, or counted into its second's event. */
+void pdk__gw_audit_counted(pdk_gateway *g, gw_tally_kind k, json_t *o);
+/* What is counted and not written yet, written now. */
+void pdk__gw_tallies_flush(pdk_gateway *g);
+/* Whether a new connection may be served (false: fd is closed and the refusal counted). */
+bool pdk__gw_conn_admit(pdk_gateway *g, evutil_socket_t fd, conn_kind kind);
+/* A listener's accept failed (evconnlistener's error callback; arg: the gateway). */
+void pdk__gw_on_accept_error(struct evconnlistener *l, void *arg);
+void pdk__gw_limits_start(pdk_gateway *g);
+void pdk__gw_limits_end(pdk_gateway *g);
 
 /* gateway_tunnel.c */
 void pdk__gw_start_tunnel(gw_conn *c);

@@ -2,6 +2,13 @@
 #include "gateway_internal.h"
 
 static void tunnel_finish(gw_conn *c);
+static void tunnel_idle_finish(gw_conn *c);
+
+/* Whether a tunnel's bytes have not moved either way for network.limits.idle_timeout. */
+static bool tunnel_idle(const gw_conn *c)
+{
+    return pdk_now_monotonic_ns() - c->moved_ns >= (uint64_t)c->g->idle.tv_sec * 1000000000ULL;
+}
 #define SPLICE_PIPE_SIZE (1 << 20)
 #define SPLICE_ROUNDS    16 /* pipe-fulls a callback moves before it lets others run */
 
@@ -40,13 +47,14 @@ static bool splice_pump(splice_dir *d)
             if (n > 0) {
                 d->in_pipe -= (size_t)n;
                 *d->count += (uint64_t)n;
+                d->c->moved_ns = pdk_now_monotonic_ns();
                 continue;
             }
             if (n < 0 && errno == EINTR)
                 continue;
             if (n < 0 && errno == EAGAIN) { /* the receiver is slower: wait for it */
                 event_del(d->read_ev);
-                event_add(d->write_ev, NULL);
+                event_add(d->write_ev, &d->c->g->idle);
                 return true;
             }
             return false;
@@ -73,12 +81,12 @@ static bool splice_pump(splice_dir *d)
         if (errno == EINTR)
             continue;
         if (errno == EAGAIN) {
-            event_add(d->read_ev, NULL);
+            event_add(d->read_ev, &d->c->g->idle);
             return true;
         }
         return false;
     }
-    event_add(d->read_ev, NULL); /* more to come: after the others had their turn */
+    event_add(d->read_ev, &d->c->g->idle); /* more to come: after the others had their turn */
     return true;
 }
 
@@ -86,6 +94,11 @@ static void on_splice(evutil_socket_t fd, short what, void *arg)
 {
     splice_dir *d = arg;
     gw_conn *c = d->c;
+    if (what == EV_TIMEOUT) { /* (a persistent event's timeout is set again by itself) */
+        if (tunnel_idle(c))
+            tunnel_idle_finish(c);
+        return;
+    }
     if (!splice_pump(d) || (c->splice[0]->shut && c->splice[1]->shut))
         tunnel_finish(c);
 }
@@ -130,23 +143,37 @@ static void maybe_splice(gw_conn *c)
     bufferevent_disable(c->upstream, EV_READ | EV_WRITE);
     c->splice[0] = up;
     c->splice[1] = down;
-    event_add(up->read_ev, NULL);
-    event_add(down->read_ev, NULL);
+    event_add(up->read_ev, &c->g->idle);
+    event_add(down->read_ev, &c->g->idle);
 }
 
-static void tunnel_pump(struct bufferevent *from, struct bufferevent *to, uint64_t *count)
+static void tunnel_pump(gw_conn *c, struct bufferevent *from, struct bufferevent *to,
+                        uint64_t *count)
 {
     struct evbuffer *in = bufferevent_get_input(from);
     size_t n = evbuffer_get_length(in);
+    if (n == 0)
+        return;
     *count += n;
+    c->moved_ns = pdk_now_monotonic_ns();
     evbuffer_add_buffer(bufferevent_get_output(to), in);
-    if (evbuffer_get_length(bufferevent_get_output(to)) >= TUNNEL_HIGH_WATER)
+    if (evbuffer_get_length(bufferevent_get_output(to)) >= QUEUE_HIGH_WATER)
         bufferevent_disable(from, EV_READ);
 }
 
 static void tunnel_finish(gw_conn *c)
 {
     pdk__gw_audit(c->g, "net.tunnel_closed", pdk__gw_done_event(c));
+    pdk__gw_conn_free(c);
+}
+
+/* Nothing moved either way for network.limits.idle_timeout. */
+static void tunnel_idle_finish(gw_conn *c)
+{
+    c->g->stats.idle_closed++;
+    json_t *ev = pdk__gw_done_event(c);
+    json_object_set_new(ev, "idle_timeout_s", json_integer((json_int_t)c->g->idle.tv_sec));
+    pdk__gw_audit(c->g, "net.tunnel_closed", ev);
     pdk__gw_conn_free(c);
 }
 
@@ -213,9 +240,9 @@ static void tunnel_read(struct bufferevent *bev, void *arg)
     if (bev == c->client && c->sni_check)
         return; /* the rest of the ClientHello first */
     if (bev == c->client)
-        tunnel_pump(c->client, c->upstream, &c->up_bytes);
+        tunnel_pump(c, c->client, c->upstream, &c->up_bytes);
     else
-        tunnel_pump(c->upstream, c->client, &c->down_bytes);
+        tunnel_pump(c, c->upstream, c->client, &c->down_bytes);
 }
 
 static void tunnel_write(struct bufferevent *bev, void *arg)
@@ -233,6 +260,16 @@ static void tunnel_write(struct bufferevent *bev, void *arg)
 static void tunnel_event(struct bufferevent *bev, short what, void *arg)
 {
     gw_conn *c = arg;
+    if (what & BEV_EVENT_TIMEOUT) {
+        /* One side was quiet that long; the tunnel is idle only if the other was too.
+         * (libevent stopped what timed out: it goes on.) */
+        if (tunnel_idle(c)) {
+            tunnel_idle_finish(c);
+            return;
+        }
+        bufferevent_enable(bev, (what & BEV_EVENT_READING) ? EV_READ : EV_WRITE);
+        return;
+    }
     if (what & BEV_EVENT_ERROR) {
         tunnel_finish(c);
         return;
@@ -253,8 +290,10 @@ void pdk__gw_start_tunnel(gw_conn *c)
     c->state = ST_TUNNEL;
     bufferevent_setcb(c->client, tunnel_read, tunnel_write, tunnel_event, c);
     bufferevent_setcb(c->upstream, tunnel_read, tunnel_write, tunnel_event, c);
-    bufferevent_setwatermark(c->client, EV_WRITE, TUNNEL_LOW_WATER, 0);
-    bufferevent_setwatermark(c->upstream, EV_WRITE, TUNNEL_LOW_WATER, 0);
+    pdk__gw_bound_queues(c);
+    /* Idle: neither side's bytes moved (tunnel_event; the spliced tunnel's events too). */
+    c->moved_ns = pdk_now_monotonic_ns();
+    bufferevent_set_timeouts(c->upstream, &c->g->idle, &c->g->idle);
     bufferevent_enable(c->client, EV_READ | EV_WRITE);
     bufferevent_enable(c->upstream, EV_READ | EV_WRITE);
     /* Bytes the client sent along with its head (pipelined after CONNECT). */
@@ -262,9 +301,9 @@ void pdk__gw_start_tunnel(gw_conn *c)
         if (c->sni_check && !check_passthrough_sni(c))
             return;
         if (!c->sni_check)
-            tunnel_pump(c->client, c->upstream, &c->up_bytes);
+            tunnel_pump(c, c->client, c->upstream, &c->up_bytes);
     }
     if (evbuffer_get_length(bufferevent_get_input(c->upstream)) > 0)
-        tunnel_pump(c->upstream, c->client, &c->down_bytes);
+        tunnel_pump(c, c->upstream, c->client, &c->down_bytes);
     maybe_splice(c);
 }

@@ -62,7 +62,15 @@ typedef struct pdk_net_rules {
     pdk_net_resolve *resolve;
     size_t resolve_count;
     char **upstream_ca; /* absolute paths of extra roots for upstreams; NULL-terminated */
+    /* network.limits: what one session may hold open in the gateway (the supervisor) */
+    uint32_t max_connections; /* at once, every kind; beyond it new ones are refused */
+    uint32_t idle_timeout_s;  /* a client connection with nothing moving either way ends */
 } pdk_net_rules;
+
+#define PDK_NET_DEFAULT_MAX_CONNECTIONS 256
+#define PDK_NET_MAX_MAX_CONNECTIONS     65536
+#define PDK_NET_DEFAULT_IDLE_TIMEOUT_S  120
+#define PDK_NET_MAX_IDLE_TIMEOUT_S      (24 * 3600)
 
 /* What is known of a request. method and path are NULL at the connection level. */
 typedef struct pdk_net_request {

@@ -1982,6 +1982,39 @@ static void handle_network_upstream_ca(parse_state *st, const char *field, yaml_
     each_item(st, field, n, upstream_ca_path);
 }
 
+static void handle_network_connections(parse_state *st, const char *field, yaml_node_t *n)
+{
+    const char *v = scalar_text(st, field, n, "a number of connections");
+    if (!v)
+        return;
+    _cleanup_free_ char *q = quote_str(v);
+    uint64_t count = 0;
+    if (parse_decimal(v, PDK_NET_MAX_MAX_CONNECTIONS, &count) < 0 || count == 0) {
+        diag_node(st, n, "%s: %s is not a number of connections from 1 to %d (the default is %d)",
+                  field, q, PDK_NET_MAX_MAX_CONNECTIONS, PDK_NET_DEFAULT_MAX_CONNECTIONS);
+        return;
+    }
+    st->policy->network.max_connections = (uint32_t)count;
+}
+
+static void handle_network_idle_timeout(parse_state *st, const char *field, yaml_node_t *n)
+{
+    const char *v = scalar_text(st, field, n, "a duration");
+    if (!v)
+        return;
+    _cleanup_free_ char *q = quote_str(v);
+    int64_t seconds = 0;
+    if (pdk_parse_duration(v, &seconds) < 0 || seconds <= 0 ||
+        seconds > PDK_NET_MAX_IDLE_TIMEOUT_S) {
+        diag_node(st, n,
+                  "%s: %s is not a duration from 1 second to 1 day (use seconds, or a number "
+                  "with s, m or h, e.g. 2m; the default is %ds)",
+                  field, q, PDK_NET_DEFAULT_IDLE_TIMEOUT_S);
+        return;
+    }
+    st->policy->network.idle_timeout_s = (uint32_t)seconds;
+}
+
 /* ---- credentials ---- */
 
 static const char *const provider_names[] = {
@@ -2467,10 +2500,20 @@ static const key_spec commands_keys[] = {
     {"examples", handle_commands_examples},
 };
 
+static const key_spec network_limits_keys[] = {
+    {"connections", handle_network_connections},
+    {"idle_timeout", handle_network_idle_timeout},
+};
+
+static void handle_network_limits(parse_state *st, const char *field, yaml_node_t *n)
+{
+    walk_section(st, n, field, network_limits_keys, PDK_ARRAY_SIZE(network_limits_keys));
+}
+
 static const key_spec network_keys[] = {
     {"default", handle_network_default},         {"rules", handle_network_rules},
     {"passthrough", handle_network_passthrough}, {"resolve", handle_network_resolve},
-    {"upstream_ca", handle_network_upstream_ca},
+    {"upstream_ca", handle_network_upstream_ca}, {"limits", handle_network_limits},
 };
 
 static const key_spec approvals_keys[] = {
@@ -2740,6 +2783,8 @@ static pdk_policy *policy_new(const char *source)
     p->network.default_decision = PDK_DECISION_DENY;
     p->network.passthrough = xcalloc(1, sizeof(char *));
     p->network.upstream_ca = xcalloc(1, sizeof(char *));
+    p->network.max_connections = PDK_NET_DEFAULT_MAX_CONNECTIONS;
+    p->network.idle_timeout_s = PDK_NET_DEFAULT_IDLE_TIMEOUT_S;
     return p;
 }
 

@@ -550,12 +550,14 @@ static void stop_gateway(void *arg)
     run_state *st = arg;
     if (!st->gateway)
         return;
+    st->gateway_module->finish(st->gateway); /* what it counted and did not write yet */
     pdk_gateway_stats s;
     st->gateway_module->stats(st->gateway, &s);
-    json_t *o =
-        json_pack("{s:I, s:I, s:I, s:I, s:I}", "connections", (json_int_t)s.connections, "requests",
-                  (json_int_t)s.requests, "denied", (json_int_t)s.denied, "dns_queries",
-                  (json_int_t)s.dns_queries, "dns_blocked", (json_int_t)s.dns_blocked);
+    json_t *o = json_pack(
+        "{s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "connections", (json_int_t)s.connections, "requests",
+        (json_int_t)s.requests, "denied", (json_int_t)s.denied, "dns_queries",
+        (json_int_t)s.dns_queries, "dns_blocked", (json_int_t)s.dns_blocked, "connections_refused",
+        (json_int_t)s.connections_refused, "idle_closed", (json_int_t)s.idle_closed);
     pdk_error err = {0};
     if (pdk_audit_spool_write(st->spool, st->session->id, "net.summary", o, false, &err) < 0)
         pdk_warn("%s", err.message);

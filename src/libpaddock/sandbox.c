@@ -154,7 +154,14 @@ int pdk_sandbox_run(const pdk_sandbox_config *cfg, pdk_sandbox_result *res, pdk_
     pdk_idmap idmap;
     pdk_idmap_init(&idmap);
 
-    /* 1. Everything that can be prepared before the clone. */
+    /* 1. Everything that can be prepared before the clone. The supervisor writes to sockets
+     * and pipes whose other end the sandbox holds (the gateway's clients, the pty): a peer
+     * that goes away is an EPIPE to handle, never a signal that kills paddock. Ignored for
+     * the rest of the process's life (the gateway and the pty outlive this function); the
+     * command starts with every disposition at its default (sandbox_child.c). */
+    struct sigaction ignore_pipe = {.sa_handler = SIG_IGN};
+    sigemptyset(&ignore_pipe.sa_mask);
+    (void)sigaction(SIGPIPE, &ignore_pipe, NULL);
     pdk_seccomp_program seccomp;
     pdk_seccomp_options sopts = {.nested_userns = cfg->nested_userns,
                                  .notify_exec = cfg->exec_handler != NULL,

@@ -928,6 +928,28 @@ static void test_commands(void **state)
     pdk_policy_free(p);
 }
 
+/* network.limits: the gateway's connection cap and idle timeout. */
+static void test_network_limits(void **state)
+{
+    pdk_policy *p = parse_ok("version: 1\nnetwork:\n  default: deny\n");
+    assert_int_equal(p->network.max_connections, PDK_NET_DEFAULT_MAX_CONNECTIONS);
+    assert_int_equal(p->network.idle_timeout_s, PDK_NET_DEFAULT_IDLE_TIMEOUT_S);
+    pdk_policy_free(p);
+    p = parse_ok("version: 1\nnetwork:\n  limits: {connections: 1000, idle_timeout: 5m}\n");
+    assert_int_equal(p->network.max_connections, 1000);
+    assert_int_equal(p->network.idle_timeout_s, 300);
+    pdk_policy_free(p);
+    assert_one_diag(
+        "version: 1\nnetwork:\n  limits: {connections: 0}\n",
+        "policy.yaml:3:25: network.limits.connections: \"0\" is not a number of connections "
+        "from 1 to 65536 (the default is 256)");
+    assert_one_diag(
+        "version: 1\nnetwork:\n  limits: {idle_timeout: 2d}\n",
+        "policy.yaml:3:26: network.limits.idle_timeout: \"2d\" is not a duration from 1 second "
+        "to 1 day (use seconds, or a number with s, m or h, e.g. 2m; the default "
+        "is 120s)");
+}
+
 static void test_example_argv(void **state)
 {
     char **argv = pdk_policy_example_argv("git push 'origin' \"main\"");
@@ -1632,6 +1654,7 @@ int main(void)
         cmocka_unit_test(test_credential_places),
         cmocka_unit_test(test_commands),
         cmocka_unit_test(test_example_argv),
+        cmocka_unit_test(test_network_limits),
         cmocka_unit_test(test_failing_examples),
         cmocka_unit_test(test_command_errors),
         cmocka_unit_test(test_wrong_types),
