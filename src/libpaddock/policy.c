@@ -1609,55 +1609,70 @@ static void free_examples(parse_state *st)
 
 /* ---- approvals ---- */
 
-static void handle_approval_timeout(parse_state *st, const char *field, yaml_node_t *n)
+/* A duration of 1 second to max_seconds in field: 0 with *out set, or -1 with a diagnostic
+ * naming the range ("from 1 second to 30 days") and a hint (", e.g. 5m"). */
+static int bounded_duration(parse_state *st, const char *field, yaml_node_t *n, int64_t max_seconds,
+                            const char *range, const char *hint, int64_t *out)
 {
     const char *v = scalar_text(st, field, n, "a duration");
     if (!v)
-        return;
-    _cleanup_free_ char *q = quote_str(v);
+        return -1;
     int64_t seconds = 0;
-    if (pdk_parse_duration(v, &seconds) < 0 || seconds <= 0 || seconds > MAX_APPROVAL_TIMEOUT) {
+    if (pdk_parse_duration(v, &seconds) < 0 || seconds <= 0 || seconds > max_seconds) {
+        _cleanup_free_ char *q = quote_str(v);
         diag_node(st, n,
-                  "%s: %s is not a duration from 1 second to 30 days (use seconds, or a number "
-                  "with s, m, h or d, e.g. 5m)",
-                  field, q);
-        return;
+                  "%s: %s is not a duration %s (use seconds, or a number with s, m, h or d%s)",
+                  field, q, range, hint);
+        return -1;
     }
-    st->policy->approval_timeout_seconds = seconds;
+    *out = seconds;
+    return 0;
+}
+
+/* A count of 1 to max in field, named what ("held requests"): 0 with *out set, or -1 with a
+ * diagnostic (and the default, when default_count is not 0). */
+static int bounded_count(parse_state *st, const char *field, yaml_node_t *n, const char *what,
+                         uint64_t max, uint64_t default_count, uint64_t *out)
+{
+    _cleanup_free_ char *expected = xasprintf("a number of %s", what);
+    const char *v = scalar_text(st, field, n, expected);
+    if (!v)
+        return -1;
+    uint64_t count = 0;
+    if (parse_decimal(v, max, &count) < 0 || count == 0) {
+        _cleanup_free_ char *q = quote_str(v);
+        _cleanup_free_ char *dflt =
+            default_count ? xasprintf(" (the default is %llu)", (unsigned long long)default_count)
+                          : xstrdup("");
+        diag_node(st, n, "%s: %s is not a number of %s from 1 to %llu%s", field, q, what,
+                  (unsigned long long)max, dflt);
+        return -1;
+    }
+    *out = count;
+    return 0;
+}
+
+static void handle_approval_timeout(parse_state *st, const char *field, yaml_node_t *n)
+{
+    int64_t seconds;
+    if (bounded_duration(st, field, n, MAX_APPROVAL_TIMEOUT, "from 1 second to 30 days",
+                         ", e.g. 5m", &seconds) == 0)
+        st->policy->approval_timeout_seconds = seconds;
 }
 
 static void handle_approval_request_timeout(parse_state *st, const char *field, yaml_node_t *n)
 {
-    const char *v = scalar_text(st, field, n, "a duration");
-    if (!v)
-        return;
-    _cleanup_free_ char *q = quote_str(v);
-    int64_t seconds = 0;
-    if (pdk_parse_duration(v, &seconds) < 0 || seconds <= 0 || seconds > MAX_APPROVAL_TIMEOUT) {
-        diag_node(st, n,
-                  "%s: %s is not a duration from 1 second to 30 days (use seconds, or a number "
-                  "with s, m, h or d, e.g. 50s; keep it below the client's own timeout)",
-                  field, q);
-        return;
-    }
-    st->policy->approval_request_timeout_seconds = seconds;
+    int64_t seconds;
+    if (bounded_duration(st, field, n, MAX_APPROVAL_TIMEOUT, "from 1 second to 30 days",
+                         ", e.g. 50s; keep it below the client's own timeout", &seconds) == 0)
+        st->policy->approval_request_timeout_seconds = seconds;
 }
 
 static void handle_approval_max_held(parse_state *st, const char *field, yaml_node_t *n)
 {
-    const char *v = scalar_text(st, field, n, "a number");
-    if (!v)
-        return;
-    _cleanup_free_ char *q = quote_str(v);
-    char *end = NULL;
-    errno = 0;
-    long long count = strtoll(v, &end, 10);
-    if (errno || end == v || *end || count < 1 || count > MAX_MAX_HELD) {
-        diag_node(st, n, "%s: %s is not a number of held requests from 1 to %d", field, q,
-                  MAX_MAX_HELD);
-        return;
-    }
-    st->policy->approval_max_held = (size_t)count;
+    uint64_t count;
+    if (bounded_count(st, field, n, "held requests", MAX_MAX_HELD, 0, &count) == 0)
+        st->policy->approval_max_held = (size_t)count;
 }
 
 static void handle_approval_on_timeout(parse_state *st, const char *field, yaml_node_t *n)
@@ -1984,35 +1999,20 @@ static void handle_network_upstream_ca(parse_state *st, const char *field, yaml_
 
 static void handle_network_connections(parse_state *st, const char *field, yaml_node_t *n)
 {
-    const char *v = scalar_text(st, field, n, "a number of connections");
-    if (!v)
-        return;
-    _cleanup_free_ char *q = quote_str(v);
-    uint64_t count = 0;
-    if (parse_decimal(v, PDK_NET_MAX_MAX_CONNECTIONS, &count) < 0 || count == 0) {
-        diag_node(st, n, "%s: %s is not a number of connections from 1 to %d (the default is %d)",
-                  field, q, PDK_NET_MAX_MAX_CONNECTIONS, PDK_NET_DEFAULT_MAX_CONNECTIONS);
-        return;
-    }
-    st->policy->network.max_connections = (uint32_t)count;
+    uint64_t count;
+    if (bounded_count(st, field, n, "connections", PDK_NET_MAX_MAX_CONNECTIONS,
+                      PDK_NET_DEFAULT_MAX_CONNECTIONS, &count) == 0)
+        st->policy->network.max_connections = (uint32_t)count;
 }
 
 static void handle_network_idle_timeout(parse_state *st, const char *field, yaml_node_t *n)
 {
-    const char *v = scalar_text(st, field, n, "a duration");
-    if (!v)
-        return;
-    _cleanup_free_ char *q = quote_str(v);
-    int64_t seconds = 0;
-    if (pdk_parse_duration(v, &seconds) < 0 || seconds <= 0 ||
-        seconds > PDK_NET_MAX_IDLE_TIMEOUT_S) {
-        diag_node(st, n,
-                  "%s: %s is not a duration from 1 second to 1 day (use seconds, or a number "
-                  "with s, m or h, e.g. 2m; the default is %ds)",
-                  field, q, PDK_NET_DEFAULT_IDLE_TIMEOUT_S);
-        return;
-    }
-    st->policy->network.idle_timeout_s = (uint32_t)seconds;
+    _cleanup_free_ char *hint =
+        xasprintf(", e.g. 2m; the default is %ds", PDK_NET_DEFAULT_IDLE_TIMEOUT_S);
+    int64_t seconds;
+    if (bounded_duration(st, field, n, PDK_NET_MAX_IDLE_TIMEOUT_S, "from 1 second to 1 day", hint,
+                         &seconds) == 0)
+        st->policy->network.idle_timeout_s = (uint32_t)seconds;
 }
 
 /* ---- credentials ---- */

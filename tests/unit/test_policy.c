@@ -946,7 +946,7 @@ static void test_network_limits(void **state)
     assert_one_diag(
         "version: 1\nnetwork:\n  limits: {idle_timeout: 2d}\n",
         "policy.yaml:3:26: network.limits.idle_timeout: \"2d\" is not a duration from 1 second "
-        "to 1 day (use seconds, or a number with s, m or h, e.g. 2m; the default "
+        "to 1 day (use seconds, or a number with s, m, h or d, e.g. 2m; the default "
         "is 120s)");
 }
 
