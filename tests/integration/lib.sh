@@ -683,19 +683,29 @@ set_secret() {
 
 # ---- the fake Feishu Open API (tests/fixtures/fake_feishu.py) ------------------------------
 
-# feishu_certs [NAME...]: a test CA ($T/ca.pem, $T/ca.key) and a certificate signed by it for
-# the names (default: open.feishu.cn) in $T/fs.pem, $T/fs.key: the fake's TLS identity.
-feishu_certs() {
-    local names=("${@:-open.feishu.cn}") san=""
-    for n in "${names[@]}"; do san+="${san:+,}DNS:$n"; done
+# test_certs BASE NAME...: a test CA ($T/ca.pem, $T/ca.key) and a certificate signed by it
+# for the names (DNS names, or IP:ADDRESS) in $T/BASE.pem, $T/BASE.key: an upstream's TLS
+# identity that the sandbox trusts through upstream_ca.
+test_certs() {
+    local base=$1 san="" n
+    shift
+    for n in "$@"; do
+        case "$n" in IP:*) san+="${san:+,}$n" ;; *) san+="${san:+,}DNS:$n" ;; esac
+    done
     openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
         -subj "/CN=test CA" -keyout "$T/ca.key" -out "$T/ca.pem" >/dev/null 2>&1 &&
-        openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=${names[0]}" \
-            -keyout "$T/fs.key" -out "$T/fs.csr" >/dev/null 2>&1 &&
+        openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$1" \
+            -keyout "$T/$base.key" -out "$T/$base.csr" >/dev/null 2>&1 &&
         printf 'subjectAltName=%s\n' "$san" >"$T/san.ext" &&
-        openssl x509 -req -in "$T/fs.csr" -CA "$T/ca.pem" -CAkey "$T/ca.key" -CAcreateserial \
-            -days 2 -extfile "$T/san.ext" -out "$T/fs.pem" >/dev/null 2>&1 ||
+        openssl x509 -req -in "$T/$base.csr" -CA "$T/ca.pem" -CAkey "$T/ca.key" -CAcreateserial \
+            -days 2 -extfile "$T/san.ext" -out "$T/$base.pem" >/dev/null 2>&1 ||
         bail_out "openssl could not make the test certificates"
+}
+
+# feishu_certs [NAME...]: test_certs for the fake Feishu's TLS identity, $T/fs.pem and
+# $T/fs.key, for the names (default: open.feishu.cn).
+feishu_certs() {
+    test_certs fs "${@:-open.feishu.cn}"
 }
 
 # start_fake_feishu SECRET [ARGS...]: the fake for app cli_paddocktest with app secret SECRET,

@@ -399,14 +399,7 @@ expect_eq "a u- token this server did not issue: 99991668" "400 99991668" "$STAT
 
 # ---- TLS, with a test CA -------------------------------------------------------------------
 
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj "/CN=test CA" \
-    -keyout "$T/ca.key" -out "$T/ca.pem" >/dev/null 2>&1
-openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=open.feishu.test" \
-    -keyout "$T/feishu.key" -out "$T/feishu.csr" >/dev/null 2>&1
-printf 'subjectAltName=DNS:open.feishu.test,IP:127.0.0.1\n' >"$T/san.ext"
-openssl x509 -req -in "$T/feishu.csr" -CA "$T/ca.pem" -CAkey "$T/ca.key" -CAcreateserial \
-    -days 2 -extfile "$T/san.ext" -out "$T/feishu.pem" >/dev/null 2>&1 ||
-    bail_out "openssl made a test certificate"
+test_certs feishu open.feishu.test IP:127.0.0.1
 start_feishu TLS_PORT --tls "$T/feishu.pem" "$T/feishu.key" --log "$T/tls.log"
 BASE=https://127.0.0.1:$TLS_PORT
 CURL_EXTRA=(--cacert "$T/ca.pem")

@@ -23,13 +23,7 @@ command -v curl >/dev/null || skip_all "curl is not installed"
 start_upstream HTTP_PORT --log "$T/upstream.log"
 
 # A test CA and a certificate for secure.test, for the passthrough tunnel.
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj "/CN=test CA" \
-    -keyout "$T/ca.key" -out "$T/ca.pem" >/dev/null 2>&1
-openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=secure.test" \
-    -keyout "$T/secure.key" -out "$T/secure.csr" >/dev/null 2>&1
-printf 'subjectAltName=DNS:secure.test,DNS:tls.test\n' >"$T/san.ext"
-openssl x509 -req -in "$T/secure.csr" -CA "$T/ca.pem" -CAkey "$T/ca.key" -CAcreateserial \
-    -days 2 -extfile "$T/san.ext" -out "$T/secure.pem" >/dev/null 2>&1
+test_certs secure secure.test tls.test
 start_upstream TLS_PORT --tls "$T/secure.pem" "$T/secure.key"
 cp "$T/ca.pem" "$WS/ca.pem"
 

@@ -18,13 +18,7 @@ need_userns
 command -v curl >/dev/null || skip_all "curl is not installed"
 
 start_upstream HTTP_PORT --log "$T/upstream.log"
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj "/CN=test CA" \
-    -keyout "$T/ca.key" -out "$T/ca.pem" >/dev/null 2>&1
-openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=tls.test" \
-    -keyout "$T/tls.key" -out "$T/tls.csr" >/dev/null 2>&1
-printf 'subjectAltName=DNS:tls.test\n' >"$T/san.ext"
-openssl x509 -req -in "$T/tls.csr" -CA "$T/ca.pem" -CAkey "$T/ca.key" -CAcreateserial \
-    -days 2 -extfile "$T/san.ext" -out "$T/tls.pem" >/dev/null 2>&1
+test_certs tls tls.test
 start_upstream TLS_PORT --tls "$T/tls.pem" "$T/tls.key"
 
 # policy NAME APPROVALS: a policy where POSTs to api.test ask

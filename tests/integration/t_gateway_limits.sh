@@ -28,13 +28,7 @@ command -v openssl >/dev/null || skip_all "openssl is not installed"
 start_upstream HTTP_PORT 2>>"$T/upstream.err" # (its tracebacks of reset connections)
 
 # A test CA and a certificate for tls.test: intercepted TLS toward a TLS upstream.
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj "/CN=test CA" \
-    -keyout "$T/ca.key" -out "$T/ca.pem" >/dev/null 2>&1
-openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=tls.test" \
-    -keyout "$T/tls.key" -out "$T/tls.csr" >/dev/null 2>&1
-printf 'subjectAltName=DNS:tls.test,DNS:pass.test\n' >"$T/san.ext"
-openssl x509 -req -in "$T/tls.csr" -CA "$T/ca.pem" -CAkey "$T/ca.key" -CAcreateserial \
-    -days 2 -extfile "$T/san.ext" -out "$T/tls.pem" >/dev/null 2>&1
+test_certs tls tls.test pass.test
 start_upstream TLS_PORT --tls "$T/tls.pem" "$T/tls.key" 2>>"$T/upstream.err"
 
 net_policy() { # net_policy FILE [EXTRA YAML LINES under network:]
