@@ -1,5 +1,5 @@
 /* fuzz_address.c: libFuzzer target for IP literals and address classes
- * (src/libpaddock/net_address.c).
+ * (src/gateway/net_address.c).
  *
  * The input is a host, parsed twice: as its exact bytes (pdk_ip_parse_host_n, so that ASan
  * sees any read past the end) and as a NUL-terminated copy. The invariants of

@@ -1,4 +1,4 @@
-/* fuzz_dns.c: libFuzzer target for the DNS stub (src/libpaddock/dns_stub.c).
+/* fuzz_dns.c: libFuzzer target for the DNS stub (src/gateway/dns_stub.c).
  *
  * The input is one DNS query. It is answered against a fresh table holding two names, with
  * a policy that allows names of even length; the query's ID picks the rest, so that every

@@ -1,5 +1,5 @@
 /* fuzz_home.c: libFuzzer target for the file of placeholders kept with a persistent home
- * (STATE/home-placeholders/NAME.json, src/libpaddock/home.c). It lives in the state dir,
+ * (STATE/home-placeholders/NAME.json, src/workspace/home.c). It lives in the state dir,
  * out of every sandbox's reach, but a corrupt or truncated one (a crash, a hand edit) must
  * give an error, never a crash, and never a placeholder that is not 48 random hex digits.
  * Checked: a file read is one that is written again unchanged (what was kept holds, and

@@ -1,4 +1,4 @@
-/* fuzz_http.c: libFuzzer target for HTTP/1.1 heads and framing (src/libpaddock/http_message.c).
+/* fuzz_http.c: libFuzzer target for HTTP/1.1 heads and framing (src/gateway/http_message.c).
  *
  * Input: one control byte, then the stream. Control bit 0 chooses a request stream (bit 1:
  * a TLS connection) or a response stream (bits 2-3: the method of the first request,

@@ -1,5 +1,5 @@
 /* fuzz_import.c: libFuzzer target for `paddock policy import --from srt`
- * (src/libpaddock/policy_import.c): settings files come from elsewhere. Whatever the
+ * (src/policy/policy_import.c): settings files come from elsewhere. Whatever the
  * input, the importer either refuses it with a message or makes a policy that paddock's
  * own parser accepts. */
 #include "policy.h"

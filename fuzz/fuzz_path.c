@@ -1,5 +1,5 @@
 /* fuzz_path.c: libFuzzer target for request paths as the network rules see them
- * (pdk_net_path_normalize, pdk_net_path_without_parameters, src/libpaddock/net_rules.c).
+ * (pdk_net_path_normalize, pdk_net_path_without_parameters, src/policy/net_rules.c).
  *
  * The input is a request-target (NULs end it). The invariants of net_rules.h are checked:
  *   - a normalised path starts with "/", has no space, control character, "?" or "#", only

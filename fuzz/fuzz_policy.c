@@ -1,4 +1,4 @@
-/* fuzz_policy.c: libFuzzer target for the policy parser (src/libpaddock/policy.c).
+/* fuzz_policy.c: libFuzzer target for the policy parser (src/policy/policy.c).
  *
  * The input is a policy text. Besides pdk_policy_parse, it goes through pdk_parse_size and
  * pdk_parse_duration as a string, and every diagnostic is formatted, so that the whole

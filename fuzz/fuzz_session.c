@@ -1,4 +1,4 @@
-/* fuzz_session.c: libFuzzer target for session.json (src/libpaddock/session.c). The file
+/* fuzz_session.c: libFuzzer target for session.json (src/workspace/session.c). The file
  * lives in the state dir, out of every sandbox's reach, but a corrupt or truncated one
  * (a crash, a full disk, a hand edit) must give an error, never a crash. */
 #include "session.h"

@@ -1,4 +1,4 @@
-/* fuzz_shell.c: libFuzzer target for the shell splitter (src/libpaddock/shell.c).
+/* fuzz_shell.c: libFuzzer target for the shell splitter (src/policy/shell.c).
  *
  * The input is a script, and after its first NUL byte (if any) the text of every file the
  * script sources. It is split as an unknown shell runs it, as bash runs it, and as bash

@@ -1,5 +1,5 @@
 /* fuzz_spool.c: libFuzzer target for the audit spool's lines and the fold's scan of a spool
- * file (src/libpaddock/audit.c). The spool lives in the state dir, out of every sandbox's
+ * file (src/store/audit.c). The spool lives in the state dir, out of every sandbox's
  * reach, but a damaged or edited file (a crash half-way through a line, a full disk, a hand
  * edit) must be refused line by line, never crash the fold, and never pass a line that does
  * not follow its chain; a torn line is skipped only when what follows goes on with the

@@ -9,9 +9,9 @@
 #ifndef PADDOCK_CLI_H
 #define PADDOCK_CLI_H
 
-#include "../libpaddock/error.h"
-#include "../libpaddock/store.h"
-#include "../libpaddock/util.h"
+#include "error.h"
+#include "store.h"
+#include "util.h"
 
 #include <jansson.h>
 

@@ -2,9 +2,9 @@
  * [--always], paddock deny ID [--reason TEXT] */
 #include "cli.h"
 
-#include "../libpaddock/approvals.h"
-#include "../libpaddock/display.h"
-#include "../libpaddock/log.h"
+#include "approvals.h"
+#include "display.h"
+#include "log.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -2,9 +2,9 @@
  * acknowledge-truncation */
 #include "cli.h"
 
-#include "../libpaddock/audit.h"
-#include "../libpaddock/display.h"
-#include "../libpaddock/policy.h"
+#include "audit.h"
+#include "display.h"
+#include "policy.h"
 
 #include <getopt.h>
 #include <inttypes.h>

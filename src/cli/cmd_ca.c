@@ -1,7 +1,7 @@
 /* cmd_ca.c: paddock ca [--pem] [--json] */
 #include "cli.h"
 
-#include "../libpaddock/gateway.h"
+#include "gateway.h"
 
 #include <getopt.h>
 #include <stdio.h>

@@ -5,9 +5,9 @@
  * not mistake its own writes for outside changes. */
 #include "cli.h"
 
-#include "../libpaddock/commit.h"
-#include "../libpaddock/display.h"
-#include "../libpaddock/session.h"
+#include "commit.h"
+#include "display.h"
+#include "session.h"
 
 #include <errno.h>
 #include <fcntl.h>

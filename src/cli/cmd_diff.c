@@ -5,10 +5,10 @@
  * terminal would obey it) or --raw for git apply, a --stat summary, or JSON. */
 #include "cli.h"
 
-#include "../libpaddock/changes.h"
-#include "../libpaddock/diffrender.h"
-#include "../libpaddock/display.h"
-#include "../libpaddock/session.h"
+#include "changes.h"
+#include "diffrender.h"
+#include "display.h"
+#include "session.h"
 
 #include <errno.h>
 #include <fcntl.h>

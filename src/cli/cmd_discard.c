@@ -1,7 +1,7 @@
 /* cmd_discard.c: paddock discard SESSION... */
 #include "cli.h"
 
-#include "../libpaddock/session.h"
+#include "session.h"
 
 #include <stdio.h>
 #include <unistd.h>

@@ -1,7 +1,7 @@
 /* cmd_doctor.c: paddock doctor [--policy FILE] [--json] */
 #include "cli.h"
 
-#include "../libpaddock/doctor.h"
+#include "doctor.h"
 
 #include <getopt.h>
 #include <stdio.h>

@@ -1,10 +1,10 @@
 /* cmd_policy.c: paddock policy check|lint|default */
 #include "cli.h"
 
-#include "../libpaddock/fsutil.h"
-#include "../libpaddock/policy.h"
-#include "../libpaddock/policy_import.h"
-#include "../libpaddock/statedir.h"
+#include "fsutil.h"
+#include "policy.h"
+#include "policy_import.h"
+#include "statedir.h"
 
 #include <ctype.h>
 #include <errno.h>

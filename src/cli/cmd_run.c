@@ -1,9 +1,9 @@
 /* cmd_run.c: paddock run [options] -- CMD [ARG...] */
 #include "cli.h"
 
-#include "../libpaddock/display.h"
-#include "../libpaddock/run.h"
-#include "../libpaddock/sandbox.h"
+#include "display.h"
+#include "run.h"
+#include "sandbox.h"
 
 #include <getopt.h>
 #include <stdio.h>

@@ -1,9 +1,9 @@
 /* cmd_secret.c: paddock secret set|list|rm */
 #include "cli.h"
 
-#include "../libpaddock/home.h"
-#include "../libpaddock/token_answer.h"
-#include "../libpaddock/vault.h"
+#include "home.h"
+#include "token_answer.h"
+#include "vault.h"
 
 #include <errno.h>
 #include <fcntl.h>

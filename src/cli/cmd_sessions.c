@@ -1,9 +1,9 @@
 /* cmd_sessions.c: paddock sessions [--json] */
 #include "cli.h"
 
-#include "../libpaddock/changes.h"
-#include "../libpaddock/display.h"
-#include "../libpaddock/session.h"
+#include "changes.h"
+#include "display.h"
+#include "session.h"
 
 #include <fcntl.h>
 #include <stdio.h>

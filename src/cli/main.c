@@ -1,12 +1,12 @@
 /* main.c: dispatch to subcommands. Nothing else lives here. */
 #include "cli.h"
 
-#include "../libpaddock/audit.h"
-#include "../libpaddock/display.h"
-#include "../libpaddock/log.h"
-#include "../libpaddock/session.h"
-#include "../libpaddock/statedir.h"
-#include "../libpaddock/vault.h"
+#include "audit.h"
+#include "display.h"
+#include "log.h"
+#include "session.h"
+#include "statedir.h"
+#include "vault.h"
 
 #include <errno.h>
 #include <getopt.h>

@@ -1,4 +1,4 @@
-/* test_dns_stub.c: the sandbox's DNS answers (src/libpaddock/dns_stub.c).
+/* test_dns_stub.c: the sandbox's DNS answers (src/gateway/dns_stub.c).
  *
  * Queries are built by hand with a small builder and answered by pdk_dns_answer(); the tests
  * compare exact response bytes where the layout matters (the A answer, PTR, EDNS) and the

@@ -1,4 +1,4 @@
-/* test_http_message.c: HTTP/1.1 heads and framing (src/libpaddock/http_message.c).
+/* test_http_message.c: HTTP/1.1 heads and framing (src/gateway/http_message.c).
  *
  * Most tests feed a byte stream and compare a trace of the events: one line per head
  * ("HEAD GET /a"), the body bytes of each message concatenated ("BODY abc", whatever the

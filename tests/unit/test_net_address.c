@@ -1,4 +1,4 @@
-/* test_net_address.c: IP literals and address classes (src/libpaddock/net_address.c).
+/* test_net_address.c: IP literals and address classes (src/gateway/net_address.c).
  *
  * Each notation test parses a host and compares the canonical text of the address (or the
  * exact verdict: invalid, name). Class tests walk every range at its first and last address

@@ -1,4 +1,4 @@
-/* test_policy.c: the policy parser (src/libpaddock/policy.c).
+/* test_policy.c: the policy parser (src/policy/policy.c).
  *
  * Most tests parse a small text and compare either the resulting struct or the exact
  * formatted diagnostics ("policy.yaml:LINE:COLUMN: message"), so that a change of position,

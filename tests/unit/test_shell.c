@@ -1,4 +1,4 @@
-/* test_shell.c: the shell splitter (src/libpaddock/shell.c).
+/* test_shell.c: the shell splitter (src/policy/shell.c).
  *
  * Each test splits a script and compares the exact argv (and assignments) of every listed
  * command, or the exact reason of an unreducible script. The .c is included so that the
