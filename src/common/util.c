@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static PDK_NORETURN void out_of_memory(void)
@@ -431,4 +432,20 @@ int pdk_hex_value(int c)
     if (c >= 'A' && c <= 'F')
         return c - 'A' + 10;
     return -1;
+}
+
+int pdk_errno_in_child(int (*fn)(void *arg), void *arg)
+{
+    pid_t pid = fork();
+    if (pid < 0)
+        return errno;
+    if (pid == 0)
+        _exit(fn(arg) & 0xff);
+    int status;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR)
+            return errno;
+    if (WIFEXITED(status))
+        return WEXITSTATUS(status);
+    return EINTR;
 }

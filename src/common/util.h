@@ -112,6 +112,12 @@ int pdk_read_file_at(int dirfd, const char *path, char **out, size_t *out_len, s
 /* Write a small string to a file that must already exist (procfs, cgroupfs). */
 int pdk_write_file_at(int dirfd, const char *path, const char *content);
 
+/* Run fn(arg) in a forked child and return what it returned as the child's exit status: 0,
+ * or an errno value (fn returns errno values, not -1). EINTR when the child died of a
+ * signal, errno when the fork or the wait failed. For probes that change the calling process
+ * (unshare, seccomp) and must not change this one. */
+int pdk_errno_in_child(int (*fn)(void *arg), void *arg);
+
 /* Monotonic and wall clocks in nanoseconds. */
 uint64_t pdk_now_monotonic_ns(void);
 int64_t pdk_now_realtime_ns(void);
