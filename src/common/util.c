@@ -154,7 +154,9 @@ char **pdk_strv_view(const char *const *head, size_t head_count, char *const *re
     for (size_t i = 0; i < head_count; i++)
         if (head[i])
             view[k++] = (char *)head[i];
-    memcpy(view + k, rest, (n + 1) * sizeof(char *));
+    if (n)
+        memcpy(view + k, rest, n * sizeof(char *));
+    view[k + n] = NULL;
     return view;
 }
 

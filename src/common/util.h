@@ -69,8 +69,8 @@ void pdk_strv_push(char ***strvp, const char *s);
 void pdk_strv_push_take(char ***strvp, char *s);
 bool pdk_strv_contains(char *const *strv, const char *s);
 char **pdk_strv_copy(char *const *strv);
-/* A NULL-terminated array of head's words (the NULL ones left out) then rest's, pointing at
- * the same strings: free the array only. */
+/* A NULL-terminated array of head's words (the NULL ones left out) then rest's (NULL: none),
+ * pointing at the same strings: free the array only. */
 char **pdk_strv_view(const char *const *head, size_t head_count, char *const *rest);
 
 /* A letter, digit, '.', '_' or '-': what the names of sessions and secrets are made of. */

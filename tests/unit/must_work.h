@@ -18,7 +18,7 @@ static inline bool must_work(void)
 
 /* Skip the running test because of why (a missing kernel feature, not root), or fail it
  * under PADDOCK_MUST_WORK=1. Does not return. */
-#define skip_or_fail(why)                                                                  \
+#define skip_or_fail(why)                                                                          \
     do {                                                                                           \
         if (must_work())                                                                           \
             fail_msg("PADDOCK_MUST_WORK=1 but: %s", (why));                                        \
