@@ -41,13 +41,18 @@ typedef struct parse_state {
     bool truncated;
     struct pending_example *examples; /* checked after the walk (policy_commands.c) */
     size_t nexamples;
+    struct credential_read *credential; /* the one being read (policy_credentials.c) */
 } parse_state;
 
 /* One key a mapping may have, and what reads its value (field: its dotted name, such as
- * "limits.memory" or "credentials[0].hosts"). */
+ * "limits.memory" or "credentials[0].hosts"). A required key names what needs it, for the
+ * message when it is missing: "FIELD: NEEDED_BY needs "NAME"HINT" ("credentials[0]: a
+ * static credential needs "value" ({secret: NAME})"). */
 typedef struct key_spec {
     const char *name;
     void (*handle)(parse_state *st, const char *field, yaml_node_t *value);
+    const char *needed_by; /* NULL: optional */
+    const char *hint;      /* NULL or " (...)" */
 } key_spec;
 
 /* One key: value pair of a mapping, as collected by pdk__map_entries(). */
@@ -117,6 +122,19 @@ void pdk__walk_section(parse_state *st, yaml_node_t *map, const char *section, c
  * not used), any other key reported; false (after a diagnostic) when n is not a mapping. */
 bool pdk__mapping_values(parse_state *st, const char *field, yaml_node_t *n, const key_spec *keys,
                          size_t nkeys, yaml_node_t **values);
+/* The value pdk__mapping_values collected for the key called name (of keys), or NULL. */
+yaml_node_t *pdk__key_value(const key_spec *keys, size_t nkeys, yaml_node_t *const *values,
+                            const char *name);
+/* A mapping n (an item such as a credential) whose keys depend on its kind: values were
+ * collected by pdk__mapping_values against all (every key an item of any kind can have, so
+ * that an unknown key is told all of them), and are read against keys, the table of this
+ * item's kind, in the order of all: each value to its handler; a required key that is
+ * missing reported as "FIELD: NEEDED_BY needs "KEY"HINT"; a key of all that keys does not
+ * have as "FIELD.KEY: not a key of WHAT (remove it)". False when one of those was reported
+ * (the item is not usable), true otherwise (its handlers report their own problems). */
+bool pdk__walk_values(parse_state *st, const char *field, yaml_node_t *n, const key_spec *all,
+                      size_t nall, yaml_node_t *const *values, const key_spec *keys, size_t nkeys,
+                      const char *what);
 
 /* ---- policy_values.c ---- */
 

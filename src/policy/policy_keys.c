@@ -174,3 +174,40 @@ bool pdk__mapping_values(parse_state *st, const char *field, yaml_node_t *n, con
     }
     return true;
 }
+
+yaml_node_t *pdk__key_value(const key_spec *keys, size_t nkeys, yaml_node_t *const *values,
+                            const char *name)
+{
+    for (size_t k = 0; k < nkeys; k++)
+        if (strcmp(keys[k].name, name) == 0)
+            return values[k];
+    return NULL;
+}
+
+bool pdk__walk_values(parse_state *st, const char *field, yaml_node_t *n, const key_spec *all,
+                      size_t nall, yaml_node_t *const *values, const key_spec *keys, size_t nkeys,
+                      const char *what)
+{
+    bool ok = true;
+    for (size_t a = 0; a < nall; a++) {
+        const key_spec *spec = NULL;
+        for (size_t k = 0; k < nkeys && !spec; k++)
+            if (strcmp(keys[k].name, all[a].name) == 0)
+                spec = &keys[k];
+        _cleanup_free_ char *f = xasprintf("%s.%s", field, all[a].name);
+        if (!spec) {
+            if (values[a]) {
+                pdk__diag_node(st, values[a], "%s: not a key of %s (remove it)", f, what);
+                ok = false;
+            }
+        } else if (values[a]) {
+            if (spec->handle)
+                spec->handle(st, f, values[a]);
+        } else if (spec->needed_by) {
+            pdk__diag_node(st, n, "%s: %s needs \"%s\"%s", field, spec->needed_by, spec->name,
+                           spec->hint ? spec->hint : "");
+            ok = false;
+        }
+    }
+    return ok;
+}
