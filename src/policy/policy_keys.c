@@ -194,16 +194,15 @@ bool pdk__walk_values(parse_state *st, const char *field, yaml_node_t *n, const 
         for (size_t k = 0; k < nkeys && !spec; k++)
             if (strcmp(keys[k].name, all[a].name) == 0)
                 spec = &keys[k];
-        _cleanup_free_ char *f = xasprintf("%s.%s", field, all[a].name);
-        if (!spec) {
-            if (values[a]) {
+        if (values[a] && (!spec || spec->handle)) {
+            _cleanup_free_ char *f = xasprintf("%s.%s", field, all[a].name);
+            if (spec) {
+                spec->handle(st, f, values[a]);
+            } else {
                 pdk__diag_node(st, values[a], "%s: not a key of %s (remove it)", f, what);
                 ok = false;
             }
-        } else if (values[a]) {
-            if (spec->handle)
-                spec->handle(st, f, values[a]);
-        } else if (spec->needed_by) {
+        } else if (!values[a] && spec && spec->needed_by) {
             pdk__diag_node(st, n, "%s: %s needs \"%s\"%s", field, spec->needed_by, spec->name,
                            spec->hint ? spec->hint : "");
             ok = false;
