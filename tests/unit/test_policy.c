@@ -1,4 +1,4 @@
-/* test_policy.c: the policy parser (src/policy/policy.c).
+/* test_policy.c: the policy parser (src/policy/policy.c and its policy_*.c files).
  *
  * Most tests parse a small text and compare either the resulting struct or the exact
  * formatted diagnostics ("policy.yaml:LINE:COLUMN: message"), so that a change of position,
@@ -859,6 +859,210 @@ static void test_credential_places(void **state)
                          "and cannot carry a credential (e.g. Authorization)");
 }
 
+/* Every key of every provider's table, each way it can be wrong: repeated, of the wrong
+ * type, misspelt, missing (when required) and belonging to another provider. One
+ * diagnostic each, at its position, worded as in every other section. */
+typedef struct key_problem {
+    const char *key, *value, *message; /* a wrong value, what is said (after "FIELD: ") */
+} key_problem;
+
+typedef struct key_needed {
+    const char *key, *needed_by, *hint;
+} key_needed;
+
+typedef struct credential_case {
+    const char *provider;
+    const char *const *lines;   /* "KEY: VALUE", a valid credential */
+    const key_needed *required; /* ends with {NULL} */
+    const char *const *foreign; /* "KEY: VALUE" of other providers */
+} credential_case;
+
+static char *credential_text(const credential_case *k, ssize_t drop, const char *replace_key,
+                             const char *replace_value, const char *extra)
+{
+    pdk_buf b = {0};
+    pdk_buf_puts(&b, "version: 1\n"
+                     "network: {rules: [{host: x.test, decision: allow}]}\n"
+                     "credentials:\n");
+    bool first = true;
+    for (ssize_t i = 0; k->lines[i]; i++) {
+        if (i == drop)
+            continue;
+        const char *colon = strchr(k->lines[i], ':');
+        size_t klen = (size_t)(colon - k->lines[i]);
+        pdk_buf_puts(&b, first ? "  - " : "    ");
+        first = false;
+        if (replace_key && strlen(replace_key) == klen &&
+            strncmp(k->lines[i], replace_key, klen) == 0)
+            pdk_buf_printf(&b, "%s: %s\n", replace_key, replace_value);
+        else
+            pdk_buf_printf(&b, "%s\n", k->lines[i]);
+    }
+    if (extra)
+        pdk_buf_printf(&b, "    %s\n", extra);
+    return pdk_buf_steal(&b);
+}
+
+static void test_credential_keys(void **state)
+{
+    static const char *const static_lines[] = {
+        "name: a",
+        "provider: static",
+        "value: {secret: v}",
+        "hosts: [x.test]",
+        "inject: {header: Authorization, value: \"Bearer {token}\"}",
+        "allow_plain_http: true",
+        NULL};
+    static const char *const feishu_lines[] = {
+        "name: f",
+        "provider: feishu_tenant_token",
+        "app_id: {secret: id}",
+        "app_secret: {secret: s}",
+        "hosts: [x.test]",
+        "inject: {header: Authorization, value: \"Bearer {token}\"}",
+        "placeholder: {env: T}",
+        NULL};
+    static const char *const oauth2_lines[] = {"name: o",
+                                               "provider: oauth2_refresh",
+                                               "refresh_token: {secret: r}",
+                                               "client_id: {secret: c}",
+                                               "client_secret: {secret: cs}",
+                                               "token_url: https://t.test/token",
+                                               "hosts: [x.test]",
+                                               "placeholder: {env: U}",
+                                               "replace_in_headers: [X-Api-Key]",
+                                               "replace_in_body: true",
+                                               NULL};
+#define SECRET_GOT "expected {secret: NAME} (a value from the vault: paddock secret set NAME), got "
+    static const key_problem bad[] = {
+        {"name", "[a]", "expected a name, got a list"},
+        {"provider", "[static]", "expected a provider, got a list"},
+        {"value", "plain", SECRET_GOT "\"plain\""},
+        {"app_id", "plain", SECRET_GOT "\"plain\""},
+        {"app_secret", "[s]", SECRET_GOT "a list"},
+        {"refresh_token", "~", SECRET_GOT "nothing"},
+        {"client_id", "1", SECRET_GOT "\"1\""},
+        {"client_secret", "[]", SECRET_GOT "a list"},
+        {"token_url", "[a]", "expected an https:// URL, got a list"},
+        {"hosts", "x.test", "expected a list, got \"x.test\""},
+        {"inject", "Bearer", "expected a mapping, got \"Bearer\""},
+        {"placeholder", "T", "expected a mapping, got \"T\""},
+        {"replace_in_headers", "X-Api-Key", "expected a list, got \"X-Api-Key\""},
+        {"replace_in_body", "maybe", "expected true or false, got \"maybe\""},
+        {"allow_plain_http", "\"true\"",
+         "expected true or false, got \"true\" (remove the quotes)"},
+        {NULL},
+    };
+#undef SECRET_GOT
+#define COMMON                                                                                     \
+    {"name", "a credential", ""},                                                                  \
+    {                                                                                              \
+        "provider", "a credential", " (use static, feishu_tenant_token or oauth2_refresh)"         \
+    }
+#define HOSTS                                                                                      \
+    {                                                                                              \
+        "hosts", "a credential", " (where it may go, e.g. [open.feishu.cn])"                       \
+    }
+    static const key_needed static_required[] = {
+        COMMON, {"value", "a static credential", " ({secret: NAME})"}, HOSTS, {NULL}};
+    static const key_needed feishu_required[] = {
+        COMMON,
+        {"app_id", "a feishu_tenant_token credential", " ({secret: NAME})"},
+        {"app_secret", "a feishu_tenant_token credential", " ({secret: NAME})"},
+        HOSTS,
+        {NULL}};
+    static const key_needed oauth2_required[] = {
+        COMMON,
+        {"refresh_token", "an oauth2_refresh credential", " ({secret: NAME})"},
+        {"token_url", "an oauth2_refresh credential", ""},
+        HOSTS,
+        {NULL}};
+#undef COMMON
+#undef HOSTS
+    static const char *const static_foreign[] = {"app_id: {secret: x}",
+                                                 "app_secret: {secret: x}",
+                                                 "refresh_token: {secret: x}",
+                                                 "client_id: {secret: x}",
+                                                 "client_secret: {secret: x}",
+                                                 "token_url: https://t.test/t",
+                                                 NULL};
+    static const char *const feishu_foreign[] = {
+        "value: {secret: x}",         "refresh_token: {secret: x}",  "client_id: {secret: x}",
+        "client_secret: {secret: x}", "token_url: https://t.test/t", NULL};
+    static const char *const oauth2_foreign[] = {"value: {secret: x}", "app_id: {secret: x}",
+                                                 "app_secret: {secret: x}", NULL};
+    static const credential_case cases[] = {
+        {"static", static_lines, static_required, static_foreign},
+        {"feishu_tenant_token", feishu_lines, feishu_required, feishu_foreign},
+        {"oauth2_refresh", oauth2_lines, oauth2_required, oauth2_foreign},
+    };
+    for (size_t c = 0; c < PDK_ARRAY_SIZE(cases); c++) {
+        const credential_case *k = &cases[c];
+        size_t n = pdk_strv_length((char **)k->lines);
+        char *text = credential_text(k, -1, NULL, NULL, NULL);
+        pdk_policy_free(parse_ok(text));
+        free(text);
+        const char *what = strcmp(k->provider, "oauth2_refresh") == 0 ? "an oauth2_refresh" : NULL;
+        _cleanup_free_ char *whose =
+            what ? xasprintf("%s credential", what) : xasprintf("a %s credential", k->provider);
+        for (size_t i = 0; i < n; i++) {
+            const char *line = k->lines[i];
+            _cleanup_free_ char *key = xstrndup(line, (size_t)(strchr(line, ':') - line));
+            /* repeated */
+            text = credential_text(k, -1, NULL, NULL, line);
+            _cleanup_free_ char *dup = xasprintf(
+                NAME ":%zu:5: duplicate key \"%s\" in \"credentials[0]\" (first at line %zu; "
+                     "remove one)",
+                4 + n, key, 4 + i);
+            assert_one_diag(text, dup);
+            free(text);
+            /* misspelt */
+            _cleanup_free_ char *typo = xasprintf("%.*s: x", (int)strlen(key) - 1, key);
+            text = credential_text(k, -1, NULL, NULL, typo);
+            _cleanup_free_ char *unknown = xasprintf(
+                NAME ":%zu:5: unknown key \"%.*s\" in \"credentials[0]\" (did you mean \"%s\"?)",
+                4 + n, (int)strlen(key) - 1, key, key);
+            assert_one_diag(text, unknown);
+            free(text);
+            /* of the wrong type */
+            const key_problem *w = bad;
+            while (w->key && strcmp(w->key, key) != 0)
+                w++;
+            assert_non_null(w->key);
+            text = credential_text(k, -1, key, w->value, NULL);
+            _cleanup_free_ char *wrong = xasprintf(NAME ":%zu:%zu: credentials[0].%s: %s", 4 + i,
+                                                   5 + strlen(key) + 2, key, w->message);
+            assert_one_diag(text, wrong);
+            free(text);
+        }
+        /* missing */
+        for (const key_needed *r = k->required; r->key; r++) {
+            ssize_t drop = -1;
+            for (size_t i = 0; i < n && drop < 0; i++)
+                if (strncmp(k->lines[i], r->key, strlen(r->key)) == 0 &&
+                    k->lines[i][strlen(r->key)] == ':')
+                    drop = (ssize_t)i;
+            assert_true(drop >= 0);
+            text = credential_text(k, drop, NULL, NULL, NULL);
+            _cleanup_free_ char *missing = xasprintf(NAME ":4:5: credentials[0]: %s needs \"%s\"%s",
+                                                     r->needed_by, r->key, r->hint);
+            assert_one_diag(text, missing);
+            free(text);
+        }
+        /* another provider's */
+        for (size_t f = 0; k->foreign[f]; f++) {
+            const char *line = k->foreign[f];
+            size_t klen = (size_t)(strchr(line, ':') - line);
+            text = credential_text(k, -1, NULL, NULL, line);
+            _cleanup_free_ char *foreign =
+                xasprintf(NAME ":%zu:%zu: credentials[0].%.*s: not a key of %s (remove it)", 4 + n,
+                          5 + klen + 2, (int)klen, line, whose);
+            assert_one_diag(text, foreign);
+            free(text);
+        }
+    }
+}
+
 static const char commands_policy[] =
     "version: 1\n"
     "commands:\n"
@@ -1652,6 +1856,7 @@ int main(void)
         cmocka_unit_test(test_unknown_keys),
         cmocka_unit_test(test_credentials),
         cmocka_unit_test(test_credential_places),
+        cmocka_unit_test(test_credential_keys),
         cmocka_unit_test(test_commands),
         cmocka_unit_test(test_example_argv),
         cmocka_unit_test(test_network_limits),
