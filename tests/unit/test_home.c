@@ -183,6 +183,32 @@ static void t_apply(void **state)
     assert_non_null(third);
     assert_string_not_equal(list[1].random, b);
     free(third);
+    /* a file written before the birth time was in the identity: the same home, kept, and
+     * written again with the new identity; a birth time that differs: another home */
+    char *legacy = NULL;
+    char kept_b[PDK_PLACEHOLDER_RANDOM_HEX + 1];
+    assert_int_equal(pdk_home_placeholders_apply(NULL, 0, "7:8", list + 1, 1, &legacy), 0);
+    memcpy(kept_b, list[1].random, sizeof(kept_b));
+    assert_int_equal(pdk_home_placeholders_apply(legacy, strlen(legacy), "7:8:1700000000.5",
+                                                 list + 1, 1, &third),
+                     0);
+    assert_string_equal(list[1].random, kept_b);
+    assert_non_null(third);
+    assert_non_null(strstr(third, "\"7:8:1700000000.5\""));
+    char *born_again = NULL;
+    assert_int_equal(pdk_home_placeholders_apply(third, strlen(third), "7:8:1800000000.5", list + 1,
+                                                 1, &born_again),
+                     0);
+    assert_non_null(born_again);
+    assert_string_not_equal(list[1].random, kept_b);
+    free(born_again);
+    free(third);
+    assert_int_equal(pdk_home_placeholders_apply(legacy, strlen(legacy), "7:80:1700000000.5",
+                                                 list + 1, 1, &third),
+                     0);
+    assert_string_not_equal(list[1].random, kept_b);
+    free(third);
+    free(legacy);
     /* a kept random part that is not one paddock makes is replaced */
     const char *forged = "{\"home\":\"1:2\",\"placeholders\":{\"A\":{\"random\":\"XYZ\","
                          "\"secrets\":[\"api2\"]}}}";
