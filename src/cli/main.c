@@ -4,7 +4,6 @@
 #include "audit.h"
 #include "display.h"
 #include "log.h"
-#include "session.h"
 #include "statedir.h"
 #include "vault.h"
 
@@ -46,21 +45,6 @@ static void print_usage(FILE *out)
                  "\n'paddock COMMAND --help' describes a command; man paddock has it all.\n");
 }
 
-int pdk_cli_audit(const char *session, const char *kind, json_t *data, pdk_error *err)
-{
-    _cleanup_free_ char *state = NULL;
-    pdk_audit_spool *spool = NULL;
-    if (pdk_cli_state_dir(true, &state, err) < 0 || pdk_audit_spool_open(state, &spool, err) < 0) {
-        json_decref(data);
-        return -1;
-    }
-    int r = pdk_audit_spool_write(spool, session, kind, data, true, err);
-    pdk_audit_spool_close(spool);
-    if (r < 0)
-        return pdk_error_prefix(err, "cannot record %s in the audit log, so it is not done", kind);
-    return 0;
-}
-
 int pdk_cli_parse_json_help(int argc, char **argv, const char *usage, bool *json)
 {
     static const struct option options[] = {
@@ -82,27 +66,6 @@ int pdk_cli_parse_json_help(int argc, char **argv, const char *usage, bool *json
         }
     }
     return -1;
-}
-
-int pdk_cli_open_session_operand(const char *cmd, int argc, char **argv, pdk_session **out,
-                                 char ***paths)
-{
-    *out = NULL;
-    *paths = NULL;
-    if (optind >= argc)
-        return pdk_cli_usage_error(cmd, "missing SESSION");
-    const char *id = argv[optind++];
-    for (int i = optind; i < argc; i++)
-        pdk_strv_push(paths, argv[i]);
-    pdk_error err = {0};
-    _cleanup_free_ char *state_dir = NULL;
-    if (pdk_cli_state_dir(false, &state_dir, &err) < 0 ||
-        pdk_session_open(state_dir, id, out, &err) < 0) {
-        pdk_strv_free(*paths);
-        *paths = NULL;
-        return pdk_cli_fail(&err, PDK_EXIT_FAILED);
-    }
-    return PDK_EXIT_OK;
 }
 
 int pdk_cli_usage_error(const char *cmd, const char *fmt, ...)

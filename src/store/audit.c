@@ -902,6 +902,21 @@ int pdk_audit_spool_write(pdk_audit_spool *sp, const char *session, const char *
     return ret;
 }
 
+int pdk_audit_record(const char *state_dir, const char *session, const char *kind, json_t *data,
+                     pdk_error *err)
+{
+    pdk_audit_spool *spool = NULL;
+    if (pdk_audit_spool_open(state_dir, &spool, err) < 0) {
+        json_decref(data);
+        return -1;
+    }
+    int r = pdk_audit_spool_write(spool, session, kind, data, true, err);
+    pdk_audit_spool_close(spool);
+    if (r < 0)
+        return pdk_error_prefix(err, "cannot record %s in the audit log, so it is not done", kind);
+    return 0;
+}
+
 void pdk_audit_spool_close(pdk_audit_spool *sp)
 {
     if (!sp)

@@ -11,13 +11,13 @@
  * written in the same transaction; STATE/audit-head holds them too, outside the database,
  * moved after each commit under the store's lock and only forward (never past a row the log
  * no longer holds as it was): two checksummed slots written in turn in place, one
- * fdatasync a move, so that a crash leaves the end before, never a torn one (audit.c). pdk_audit_verify() recomputes all of it and names
- * the first row that was edited, deleted or moved, rows deleted at the end, an event
- * recorded twice, and a log cut short and written on since (the table alone agrees with
- * itself then; audit-head does not, until a human acknowledges it). Someone who can write
- * the state dir can still rewrite the whole chain from some row on and audit-head with it:
- * the chain shows edits, it does not prevent them; export the log (or its head) elsewhere
- * to pin it.
+ * fdatasync a move, so that a crash leaves the end before, never a torn one (audit.c).
+ * pdk_audit_verify() recomputes all of it and names the first row that was edited, deleted or
+ * moved, rows deleted at the end, an event recorded twice, and a log cut short and written on since
+ * (the table alone agrees with itself then; audit-head does not, until a human acknowledges it).
+ * Someone who can write the state dir can still rewrite the whole chain from some row on and
+ * audit-head with it: the chain shows edits, it does not prevent them; export the log (or its head)
+ * elsewhere to pin it.
  *
  * Values registered with pdk_redact_add() (redact.h) never reach a row: every string of an event's
  * data, its session and its kind have them replaced by "[REDACTED]" before hashing.
@@ -95,6 +95,13 @@ int pdk_audit_spool_open(const char *state_dir, pdk_audit_spool **out, pdk_error
 int pdk_audit_spool_write(pdk_audit_spool *spool, const char *session, const char *kind,
                           json_t *data, bool durable, pdk_error *err);
 void pdk_audit_spool_close(pdk_audit_spool *spool);
+
+/* One event recorded before the action it describes, by a process that records little
+ * (paddock diff, commit, discard): through a spool of its own, fdatasync'ed. data is
+ * stolen. 0, or -1 with err ("cannot record KIND in the audit log, so it is not done: ..."):
+ * the caller does not act. */
+int pdk_audit_record(const char *state_dir, const char *session, const char *kind, json_t *data,
+                     pdk_error *err);
 
 /* One spooled line (NUL-terminated, without its newline) checked against prev, the hash of
  * the line before (64 zeros for the first): on success item points into *owner (release it
