@@ -62,6 +62,11 @@ int pdk_cli_state_dir(bool create, char **out, pdk_error *err);
  * first when fold is true; an exit code, the error already printed. */
 int pdk_cli_open_store(bool fold, pdk_store **store);
 
+/* The terminal prompt (prompt.c): how the CLI asks the human at its terminal about an
+ * approval, for pdk_run_options.asker. */
+struct pdk_approval_asker;
+const struct pdk_approval_asker *pdk_cli_terminal_asker(void);
+
 /* Print a JSON value on stdout followed by a newline; frees it. Every JSON paddock prints
  * goes through pdk_display_json_dumps: C1 controls, bidi and invisible characters of its
  * strings as \u escapes. */

@@ -12,6 +12,7 @@
  * then freed and never reaches the caller.
  */
 #include "policy.h"
+#include "output.h"
 
 #include "display.h"
 
@@ -2574,10 +2575,7 @@ static const key_spec top_keys[] = {
 
 static PDK_NORETURN void yaml_out_of_memory(void)
 {
-    static const char msg[] = "paddock: out of memory (libyaml)\n";
-    ssize_t r = write(STDERR_FILENO, msg, sizeof(msg) - 1);
-    (void)r;
-    abort();
+    pdk_output_out_of_memory("libyaml");
 }
 
 static void syntax_diag(parse_state *st, const yaml_parser_t *parser)
