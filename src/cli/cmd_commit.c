@@ -6,6 +6,7 @@
 #include "cli.h"
 
 #include "display.h"
+#include "output.h"
 #include "review.h"
 #include "session.h"
 
@@ -147,7 +148,7 @@ int pdk_cmd_commit(int argc, char **argv)
         for (size_t i = 0; i < res->refused_count; i++) {
             _cleanup_free_ char *path = pdk_display(res->refused[i].path);
             _cleanup_free_ char *reason = pdk_display_message(res->refused[i].reason);
-            fprintf(stderr, "  %s: %s\n", path, reason);
+            pdk_outputf(STDERR_FILENO, 0, "  %s: %s", path, reason);
         }
         pdk_cli_message("commit the other paths by naming them, or resolve the conflicts and "
                         "commit again");

@@ -4,6 +4,7 @@
 #include "audit.h"
 #include "display.h"
 #include "log.h"
+#include "output.h"
 #include "statedir.h"
 #include "vault.h"
 
@@ -75,8 +76,7 @@ int pdk_cli_usage_error(const char *cmd, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    _cleanup_free_ char *shown = pdk_display_message(msg);
-    fprintf(stderr, "paddock %s: %s (see 'paddock %s --help')\n", cmd, shown, cmd);
+    pdk_outputf(STDERR_FILENO, 0, "paddock %s: %s (see 'paddock %s --help')", cmd, msg, cmd);
     return PDK_EXIT_USAGE;
 }
 
@@ -101,8 +101,7 @@ void pdk_cli_message(const char *fmt, ...)
     va_start(ap, fmt);
     _cleanup_free_ char *msg = xvasprintf(fmt, ap);
     va_end(ap);
-    _cleanup_free_ char *shown = pdk_display_message(msg);
-    fprintf(stderr, "paddock: %s\n", shown);
+    pdk_outputf(STDERR_FILENO, 0, "paddock: %s", msg); /* redacted, escaped (output.h) */
 }
 
 int pdk_cli_state_dir(bool create, char **out, pdk_error *err)
@@ -171,6 +170,6 @@ int main(int argc, char **argv)
             return commands[i].main(argc - 1, argv + 1);
         }
     }
-    fprintf(stderr, "paddock: unknown command '%s' (see 'paddock --help')\n", name);
+    pdk_outputf(STDERR_FILENO, 0, "paddock: unknown command '%s' (see 'paddock --help')", name);
     return PDK_EXIT_USAGE;
 }

@@ -22,6 +22,8 @@
 
 #include "util.h"
 
+#include <unistd.h> /* STDERR_FILENO */
+
 #define PDK_OUTPUT_PROMPT (1u << 0) /* no newline: the cursor stays after the text */
 
 /* text as one line on fd: a trailing newline of text is dropped (the line gets its own),

@@ -134,6 +134,26 @@ void pdk__audit_spool_scan_free(pdk__spool_scan *sc);
  * writers go once folded. Returns the number of events folded, or -1 with err. */
 int pdk_audit_fold(pdk_store *store, const char *state_dir, pdk_error *err);
 
+/* ---- following the log ----
+ *
+ * Every event matching the options, as it is written by any process: first those
+ * recorded already, then each new one, in order (seq), none twice and none left out,
+ * whether it was appended to the store or spooled by a run (folded in here, as every
+ * reader does, or by another reader: either way it is delivered once, with the seq it got
+ * in the log). The follow sleeps on inotify (the state store's files and the spool
+ * directory) between events, never polling. It ends when fn returns non-zero (returned),
+ * when stop_fd is readable or hung up (0), or on an error (-1 with err). Blocks: run it on
+ * a thread of its own, or give a stop_fd to end it from elsewhere. */
+typedef struct pdk_audit_follow_options {
+    const char *session; /* only this session's events, when not NULL */
+    int64_t since_ns;    /* only events at or after this time, when > 0 */
+    int64_t after_seq;   /* only events after this seq (0: from the first) */
+    int stop_fd;         /* >= 0: the follow ends when it is readable; -1: none */
+} pdk_audit_follow_options;
+
+int pdk_audit_follow(const char *state_dir, const pdk_audit_follow_options *opts,
+                     int (*fn)(const pdk_audit_event *event, void *arg), void *arg, pdk_error *err);
+
 /* The event as a JSON object (seq, time, time_ns, session, kind, data, hash). */
 json_t *pdk_audit_event_json(const pdk_audit_event *event);
 
