@@ -22,19 +22,32 @@
 
 #define EVENTS 60
 
+static char *current_dir; /* removed by the teardown, also when a test fails */
+
 static char *new_state_dir(void)
 {
     char *dir = xstrdup("/tmp/pdk-test-follow-XXXXXX");
     assert_non_null(mkdtemp(dir));
+    current_dir = dir;
     return dir;
 }
 
 static void remove_dir(char *dir)
 {
-    char *cmd = xasprintf("rm -rf '%s'", dir);
-    assert_int_equal(system(cmd), 0);
-    free(cmd);
-    free(dir);
+    (void)dir; /* the teardown does */
+}
+
+static int teardown(void **state)
+{
+    if (current_dir) {
+        char *cmd = xasprintf("rm -rf '%s'", current_dir);
+        int r = system(cmd);
+        free(cmd);
+        free(current_dir);
+        current_dir = NULL;
+        return r == 0 ? 0 : -1;
+    }
+    return 0;
 }
 
 /* The writer: EVENTS events of session "s1" numbered 1.., through a spool (as a run
@@ -182,8 +195,8 @@ static void test_follow_after_seq_and_stop(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_follow_in_order),
-        cmocka_unit_test(test_follow_after_seq_and_stop),
+        cmocka_unit_test_teardown(test_follow_in_order, teardown),
+        cmocka_unit_test_teardown(test_follow_after_seq_and_stop, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
