@@ -45,13 +45,6 @@ int pdk_cmd_demo(int argc, char **argv);
  * (after --help, or a bad option). */
 int pdk_cli_parse_json_help(int argc, char **argv, const char *usage, bool *json);
 
-/* "SESSION [PATH...]" at argv[optind...]: opens the session (*out) and collects the paths
- * (*paths, NULL when none). Returns PDK_EXIT_OK, or the exit status to return at once
- * (the error printed). */
-struct pdk_session;
-int pdk_cli_open_session_operand(const char *cmd, int argc, char **argv, struct pdk_session **out,
-                                 char ***paths);
-
 /* Print "paddock CMD: message" and a hint to stderr; returns PDK_EXIT_USAGE. */
 int pdk_cli_usage_error(const char *cmd, const char *fmt, ...) PDK_PRINTF(2, 3);
 /* The message for getopt's '?' result (unknown option or missing argument). */
@@ -69,9 +62,10 @@ int pdk_cli_state_dir(bool create, char **out, pdk_error *err);
  * first when fold is true; an exit code, the error already printed. */
 int pdk_cli_open_store(bool fold, pdk_store **store);
 
-/* Record an event of the audit log (through this process's spool, fdatasync'ed) before the
- * action it describes; data is stolen. 0, or -1 with err: the caller does not go on. */
-int pdk_cli_audit(const char *session, const char *kind, json_t *data, pdk_error *err);
+/* The terminal prompt (prompt.c): how the CLI asks the human at its terminal about an
+ * approval, for pdk_run_options.asker. */
+struct pdk_approval_asker;
+const struct pdk_approval_asker *pdk_cli_terminal_asker(void);
 
 /* Print a JSON value on stdout followed by a newline; frees it. Every JSON paddock prints
  * goes through pdk_display_json_dumps: C1 controls, bidi and invisible characters of its

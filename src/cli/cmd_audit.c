@@ -4,6 +4,7 @@
 
 #include "audit.h"
 #include "display.h"
+#include "output.h"
 #include "policy.h"
 
 #include <getopt.h>
@@ -37,7 +38,8 @@ static const char usage[] =
     "  --session ID   only that session's events\n"
     "  --since WHEN   only events from WHEN on: a duration back from now (10m, 2h, 1d) or\n"
     "                 a UTC time (2026-12-01T09:30:00)\n"
-    "  --follow       keep printing events as they come (until interrupted)\n"
+    "  --follow       keep printing events as they are written, by any run or command\n"
+    "                 (until interrupted); with --json one JSON object a line\n"
     "  --json         JSON output\n"
     "  -h, --help     show this help\n";
 
@@ -93,7 +95,7 @@ static void warn_if_cut(pdk_store *store)
     char problem[512];
     pdk_error err = {0};
     if (pdk_audit_check_end(store, problem, sizeof(problem), &err) == 1)
-        fprintf(stderr, "paddock: warning: %s\n", problem);
+        pdk_outputf(STDERR_FILENO, 0, "paddock: warning: %s", problem);
 }
 
 /* "uid 1000 (alice) via paddock audit acknowledge-truncation" */
@@ -228,25 +230,20 @@ static int list(int argc, char **argv, bool force_json)
         return r;
     warn_if_cut(store);
     pdk_error err = {0};
-    _cleanup_free_ char *state = NULL;
-    if (follow && pdk_cli_state_dir(false, &state, &err) < 0) {
+    if (follow) {
+        /* every event as it is written, by any process (audit.h), until interrupted */
+        pdk_store_close(store);
+        _cleanup_free_ char *state = NULL;
+        pdk_audit_follow_options fo = {
+            .session = filter.session, .since_ns = filter.since_ns, .after_seq = 0, .stop_fd = -1};
+        if (pdk_cli_state_dir(false, &state, &err) < 0 ||
+            pdk_audit_follow(state, &fo, print_event, &ls, &err) < 0)
+            return pdk_cli_fail(&err, PDK_EXIT_FAILED);
+        return PDK_EXIT_OK;
+    }
+    if (pdk_audit_each(store, &filter, print_event, &ls, &err) < 0) {
         pdk_store_close(store);
         return pdk_cli_fail(&err, PDK_EXIT_FAILED);
-    }
-    for (;;) {
-        if (follow && pdk_audit_fold(store, state, &err) < 0) {
-            pdk_store_close(store);
-            return pdk_cli_fail(&err, PDK_EXIT_FAILED);
-        }
-        filter.after_seq = ls.last_seq;
-        if (pdk_audit_each(store, &filter, print_event, &ls, &err) < 0) {
-            pdk_store_close(store);
-            return pdk_cli_fail(&err, PDK_EXIT_FAILED);
-        }
-        if (!follow)
-            break;
-        struct timespec pause = {0, 200 * 1000 * 1000};
-        nanosleep(&pause, NULL);
     }
     pdk_store_close(store);
     return PDK_EXIT_OK;

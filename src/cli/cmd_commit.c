@@ -5,8 +5,9 @@
  * not mistake its own writes for outside changes. */
 #include "cli.h"
 
-#include "commit.h"
 #include "display.h"
+#include "output.h"
+#include "review.h"
 #include "session.h"
 
 #include <errno.h>
@@ -35,9 +36,9 @@ static void usage(FILE *out)
             "  -h, --help           show this help\n");
 }
 
-static json_t *result_json(const pdk_session *session, const pdk_commit_result *res, bool ok,
-                           const pdk_error *err)
+static json_t *result_json(const pdk_review_commit_result *r)
 {
+    const pdk_commit_result *res = &r->commit;
     json_t *applied = json_array();
     for (size_t i = 0; i < res->applied_count; i++) {
         const pdk_commit_entry *e = &res->applied[i];
@@ -56,13 +57,14 @@ static json_t *result_json(const pdk_session *session, const pdk_commit_result *
         json_array_append_new(refused, o);
     }
     json_t *doc = json_object();
-    json_object_set_new(doc, "session", json_string(session->id));
-    json_object_set_new(doc, "workspace", pdk_session_json_path(session->workspace));
+    json_object_set_new(doc, "session", json_string(r->session));
+    json_object_set_new(doc, "workspace", pdk_session_json_path(r->workspace));
     json_object_set_new(doc, "dry_run", json_boolean(res->dry_run));
-    json_object_set_new(doc, "ok", json_boolean(ok));
+    json_object_set_new(doc, "ok", json_boolean(r->ok));
     json_object_set_new(doc, "applied", applied);
     json_object_set_new(doc, "refused", refused);
-    json_object_set_new(doc, "error", ok ? json_null() : pdk_display_json_string(err->message));
+    json_object_set_new(doc, "error",
+                        r->ok ? json_null() : pdk_display_json_string(r->error.message));
     return doc;
 }
 
@@ -98,115 +100,65 @@ int pdk_cmd_commit(int argc, char **argv)
             return pdk_cli_bad_option("commit", optopt, argv, optind);
         }
     }
-    _cleanup_(pdk_session_freep) pdk_session *session = NULL;
-    _cleanup_strv_ char **paths = NULL;
-    int early = pdk_cli_open_session_operand("commit", argc, argv, &session, &paths);
-    if (early != PDK_EXIT_OK)
-        return early;
+    if (optind >= argc)
+        return pdk_cli_usage_error("commit", "missing SESSION");
+    const char *id = argv[optind];
     pdk_error err = {0};
-    /* A running session holds this lock: its layer is still being written. */
-    if (pdk_session_lock(session, &err) < 0)
+    _cleanup_free_ char *state = NULL;
+    if (pdk_cli_state_dir(false, &state, &err) < 0)
         return pdk_cli_fail(&err, PDK_EXIT_FAILED);
-    _cleanup_close_ int lower = -1;
-    _cleanup_close_ int upper = -1;
-    if (pdk_session_open_layers(session, &lower, &upper, &err) < 0)
-        return pdk_cli_fail(&err, PDK_EXIT_FAILED);
-
-    pdk_commit_request req = {
-        .lower_dirfd = lower,
-        .workspace_path = session->workspace,
-        .session_dir = session->dir,
-        .upper_dirfd = upper,
-        .baseline_ns = session->baseline_ns,
-        .committed = session->committed,
-        .committed_count = session->committed_count,
-        .placeholders = session->placeholders,
-        .protected_paths = session->protected_paths,
-        .select = paths,
-        .allow_protected = include_protected,
+    pdk_review_commit_options opts = {
+        .paths = optind + 1 < argc ? argv + optind + 1 : NULL,
+        .include_protected = include_protected,
         .dry_run = dry_run,
     };
-    if (!dry_run) {
-        json_t *paths_json = json_array();
-        for (size_t i = 0; paths && paths[i]; i++)
-            json_array_append_new(paths_json, pdk_session_json_path(paths[i]));
-        if (pdk_cli_audit(session->id, "workspace.commit",
-                          json_pack("{s:o, s:o, s:b}", "workspace",
-                                    pdk_session_json_path(session->workspace), "paths", paths_json,
-                                    "include_protected", include_protected),
-                          &err) < 0)
-            return pdk_cli_fail(&err, PDK_EXIT_FAILED);
+    pdk_review_commit_result r;
+    int ret = pdk_review_commit(state, id, &opts, &r, &err) == 0 ? PDK_EXIT_OK : PDK_EXIT_FAILED;
+    if (!r.session) {
+        pdk_review_commit_result_free(&r);
+        return pdk_cli_fail(&err, PDK_EXIT_FAILED);
     }
-    pdk_commit_result res;
-    bool ok = pdk_commit_apply(&req, &res, &err) == 0;
-    if (!dry_run) {
-        json_t *applied = json_array(), *refused = json_array();
-        for (size_t i = 0; i < res.applied_count; i++)
-            json_array_append_new(
-                applied, json_pack("{s:o, s:s}", "path", pdk_session_json_path(res.applied[i].path),
-                                   "status", pdk_change_status_name(res.applied[i].status)));
-        for (size_t i = 0; i < res.refused_count; i++)
-            json_array_append_new(
-                refused, json_pack("{s:o, s:o}", "path", pdk_session_json_path(res.refused[i].path),
-                                   "reason", pdk_display_json_string(res.refused[i].reason)));
-        pdk_error audit_err = {0};
-        if (pdk_cli_audit(
-                session->id, "workspace.committed",
-                json_pack("{s:b, s:o, s:o}", "ok", ok, "applied", applied, "refused", refused),
-                &audit_err) < 0)
-            pdk_cli_fail(&audit_err, PDK_EXIT_FAILED);
-    }
-
-    /* Record what was written, even when the commit stopped half-way. */
-    int ret = ok ? PDK_EXIT_OK : PDK_EXIT_FAILED;
-    if (!dry_run && res.applied_count > 0) {
-        for (size_t i = 0; i < res.applied_count; i++)
-            if (res.applied[i].ctime_ns >= 0)
-                pdk_session_note_committed(session, res.applied[i].path, res.applied[i].ctime_ns);
-        pdk_error save_err = {0};
-        if (pdk_session_save(session, true, &save_err) < 0) {
-            pdk_error_prefix(&save_err, "the changes were committed but the session could not "
-                                        "record them");
-            pdk_cli_fail(&save_err, PDK_EXIT_FAILED);
-            ret = PDK_EXIT_FAILED;
-        }
-    }
+    if (r.record_error.message[0])
+        pdk_cli_fail(&r.record_error, PDK_EXIT_FAILED);
+    if (r.save_error.message[0])
+        pdk_cli_fail(&r.save_error, PDK_EXIT_FAILED);
 
     /* Paths are the sandbox's choice: every one shown escaped (display.h). */
-    _cleanup_free_ char *workspace = pdk_display(session->workspace);
+    const pdk_commit_result *res = &r.commit;
+    _cleanup_free_ char *workspace = pdk_display(r.workspace);
     if (json) {
-        pdk_cli_print_json(result_json(session, &res, ok, &err));
-    } else if (ok) {
-        size_t n = res.applied_count;
+        pdk_cli_print_json(result_json(&r));
+    } else if (r.ok) {
+        size_t n = res->applied_count;
         if (n == 0) {
-            printf("nothing to commit: session %s has no changes\n", session->id);
+            printf("nothing to commit: session %s has no changes\n", r.session);
         } else if (dry_run) {
             for (size_t i = 0; i < n; i++) {
-                _cleanup_free_ char *path = pdk_display(res.applied[i].path);
-                printf("  %-12s %s\n", pdk_change_status_name(res.applied[i].status), path);
+                _cleanup_free_ char *path = pdk_display(res->applied[i].path);
+                printf("  %-12s %s\n", pdk_change_status_name(res->applied[i].status), path);
             }
             printf("would commit %zu change%s to %s (dry run: nothing was written)\n", n,
                    n == 1 ? "" : "s", workspace);
         } else {
             printf("committed %zu change%s to %s\n", n, n == 1 ? "" : "s", workspace);
         }
-    } else if (res.refused_count > 0) {
-        pdk_cli_message("commit of session %s refused; nothing was written to %s:", session->id,
+    } else if (res->refused_count > 0) {
+        pdk_cli_message("commit of session %s refused; nothing was written to %s:", r.session,
                         workspace);
-        for (size_t i = 0; i < res.refused_count; i++) {
-            _cleanup_free_ char *path = pdk_display(res.refused[i].path);
-            _cleanup_free_ char *reason = pdk_display_message(res.refused[i].reason);
-            fprintf(stderr, "  %s: %s\n", path, reason);
+        for (size_t i = 0; i < res->refused_count; i++) {
+            _cleanup_free_ char *path = pdk_display(res->refused[i].path);
+            _cleanup_free_ char *reason = pdk_display_message(res->refused[i].reason);
+            pdk_outputf(STDERR_FILENO, 0, "  %s: %s", path, reason);
         }
         pdk_cli_message("commit the other paths by naming them, or resolve the conflicts and "
                         "commit again");
     } else {
-        pdk_cli_fail(&err, PDK_EXIT_FAILED);
-        if (res.applied_count > 0 && !dry_run)
+        pdk_cli_fail(&r.error, PDK_EXIT_FAILED);
+        if (res->applied_count > 0 && !dry_run)
             pdk_cli_message("%zu change%s had been committed before the error and were "
                             "recorded in the session",
-                            res.applied_count, res.applied_count == 1 ? "" : "s");
+                            res->applied_count, res->applied_count == 1 ? "" : "s");
     }
-    pdk_commit_result_free(&res);
+    pdk_review_commit_result_free(&r);
     return ret;
 }

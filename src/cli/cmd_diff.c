@@ -5,10 +5,7 @@
  * terminal would obey it) or --raw for git apply, a --stat summary, or JSON. */
 #include "cli.h"
 
-#include "changes.h"
-#include "diffrender.h"
-#include "display.h"
-#include "session.h"
+#include "review.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -77,65 +74,42 @@ int pdk_cmd_diff(int argc, char **argv)
         return pdk_cli_usage_error("diff", "--raw writes the session's bytes as they are, which a "
                                            "terminal would obey: pipe it (into git apply, a "
                                            "file), or leave --raw out to read it");
-    _cleanup_(pdk_session_freep) pdk_session *session = NULL;
-    _cleanup_strv_ char **paths = NULL;
-    int early = pdk_cli_open_session_operand("diff", argc, argv, &session, &paths);
-    if (early != PDK_EXIT_OK)
-        return early;
+    if (optind >= argc)
+        return pdk_cli_usage_error("diff", "missing SESSION");
+    const char *id = argv[optind];
     pdk_error err = {0};
-    _cleanup_close_ int lower = -1;
-    _cleanup_close_ int upper = -1;
-    if (pdk_session_open_layers(session, &lower, &upper, &err) < 0)
+    _cleanup_free_ char *state = NULL;
+    if (pdk_cli_state_dir(false, &state, &err) < 0)
         return pdk_cli_fail(&err, PDK_EXIT_FAILED);
-
-    pdk_change_list changes = {0};
-    if (pdk_changes_scan(lower, upper, session->placeholders, &changes, &err) < 0) {
-        pdk_error_prefix(&err, "session %s", session->id);
-        return pdk_cli_fail(&err, PDK_EXIT_FAILED);
-    }
-    json_t *summary = json_array();
-    for (size_t i = 0; i < changes.count; i++)
-        json_array_append_new(
-            summary, json_pack("{s:o, s:s}", "path", pdk_session_json_path(changes.items[i].path),
-                               "status", pdk_change_status_name(changes.items[i].status)));
-    if (pdk_cli_audit(
-            session->id, "workspace.diff",
-            json_pack("{s:I, s:o}", "changes", (json_int_t)changes.count, "summary", summary),
-            &err) < 0) {
-        pdk_change_list_free(&changes);
+    pdk_review_diff_options opts = {
+        .format = json   ? PDK_REVIEW_DIFF_JSON
+                  : stat ? PDK_REVIEW_DIFF_STAT
+                         : PDK_REVIEW_DIFF_PATCH,
+        .paths = optind + 1 < argc ? argv + optind + 1 : NULL,
+        .raw = raw,
+    };
+    pdk_review_diff_result res;
+    if (pdk_review_diff(state, id, &opts, &res, &err) < 0) {
+        pdk_review_diff_result_free(&res);
         return pdk_cli_fail(&err, PDK_EXIT_FAILED);
     }
-    size_t escaped = 0;
-    pdk_diffrender_options opts = {
-        .context = -1, .paths = paths, .raw = raw, .escaped_lines = &escaped};
     int ret = PDK_EXIT_OK;
     if (json) {
-        json_t *doc = NULL;
-        if (pdk_diffrender_json(&changes, lower, upper, &opts, &doc, &err) < 0)
+        pdk_cli_print_json(steal_pointer(&res.json));
+    } else if (res.text.len > 0) {
+        fwrite(res.text.data, 1, res.text.len, stdout);
+        if (fflush(stdout) != 0) {
+            pdk_error_set(&err, errno, "cannot write the diff");
             ret = pdk_cli_fail(&err, PDK_EXIT_FAILED);
-        else
-            pdk_cli_print_json(doc);
-    } else {
-        pdk_buf out = {0};
-        int r = stat ? pdk_diffrender_stat(&changes, lower, upper, &opts, &out, &err)
-                     : pdk_diffrender_patch(&changes, lower, upper, &opts, &out, &err);
-        if (r < 0) {
-            ret = pdk_cli_fail(&err, PDK_EXIT_FAILED);
-        } else if (out.len > 0) {
-            fwrite(out.data, 1, out.len, stdout);
-            if (fflush(stdout) != 0) {
-                pdk_error_set(&err, errno, "cannot write the diff");
-                ret = pdk_cli_fail(&err, PDK_EXIT_FAILED);
-            } else if (escaped > 0) {
-                pdk_cli_message("%zu line%s marked '!' hold control, bidi or invisible "
-                                "characters or bytes that are not UTF-8, shown escaped (\\x1b, "
-                                "\\u202e, \\\\ for a backslash); paddock diff --raw writes "
-                                "them as they are, for git apply",
-                                escaped, escaped == 1 ? "" : "s");
-            }
+        } else if (res.escaped_lines > 0) {
+            size_t escaped = res.escaped_lines;
+            pdk_cli_message("%zu line%s marked '!' hold control, bidi or invisible "
+                            "characters or bytes that are not UTF-8, shown escaped (\\x1b, "
+                            "\\u202e, \\\\ for a backslash); paddock diff --raw writes "
+                            "them as they are, for git apply",
+                            escaped, escaped == 1 ? "" : "s");
         }
-        pdk_buf_free(&out);
     }
-    pdk_change_list_free(&changes);
+    pdk_review_diff_result_free(&res);
     return ret;
 }

@@ -1,7 +1,7 @@
 /* cmd_discard.c: paddock discard SESSION... */
 #include "cli.h"
 
-#include "session.h"
+#include "review.h"
 
 #include <stdio.h>
 #include <unistd.h>
@@ -32,26 +32,17 @@ int pdk_cmd_discard(int argc, char **argv)
     int status = PDK_EXIT_OK;
     json_t *done = json_array();
     for (int i = optind; i < argc; i++) {
-        pdk_session *s = NULL;
-        /* Also a session whose session.json is missing or damaged (a run killed while it
-         * started, a full disk): discard is how such a session goes. */
-        if (pdk_session_open_for_removal(state, argv[i], &s, &err) < 0 ||
-            pdk_cli_audit(
-                s->id, "workspace.discard",
-                json_pack("{s:o, s:i, s:b}", "workspace",
-                          s->workspace ? pdk_session_json_path(s->workspace) : json_null(), "runs",
-                          s->runs, "damaged", s->damaged),
-                &err) < 0 ||
-            pdk_session_remove(s, &err) < 0) {
+        pdk_review_discard_result r;
+        if (pdk_review_discard(state, argv[i], &r, &err) < 0) {
             pdk_cli_message("%s", err.message);
             status = PDK_EXIT_FAILED;
         } else {
-            json_array_append_new(done, json_string(s->id));
+            json_array_append_new(done, json_string(r.session));
             if (!json)
-                printf("discarded session %s%s\n", s->id,
-                       s->damaged ? " (it was incomplete or damaged)" : "");
+                printf("discarded session %s%s\n", r.session,
+                       r.damaged ? " (it was incomplete or damaged)" : "");
         }
-        pdk_session_free(s);
+        pdk_review_discard_result_free(&r);
     }
     if (json) {
         json_t *o = json_object();

@@ -106,7 +106,9 @@ int pdk_cmd_run(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    pdk_run_options opt = {.timeout_seconds = -1, .workspace_mode = PDK_WORKSPACE_OVERLAY};
+    pdk_run_options opt = {.timeout_seconds = -1,
+                           .workspace_mode = PDK_WORKSPACE_OVERLAY,
+                           .asker = pdk_cli_terminal_asker()};
     bool json = false, quiet = false;
     _cleanup_free_ int *pass_fds = NULL;
     opterr = 0;

@@ -4,7 +4,7 @@
 #include "audit.h"
 #include "display.h"
 #include "log.h"
-#include "session.h"
+#include "output.h"
 #include "statedir.h"
 #include "vault.h"
 
@@ -46,21 +46,6 @@ static void print_usage(FILE *out)
                  "\n'paddock COMMAND --help' describes a command; man paddock has it all.\n");
 }
 
-int pdk_cli_audit(const char *session, const char *kind, json_t *data, pdk_error *err)
-{
-    _cleanup_free_ char *state = NULL;
-    pdk_audit_spool *spool = NULL;
-    if (pdk_cli_state_dir(true, &state, err) < 0 || pdk_audit_spool_open(state, &spool, err) < 0) {
-        json_decref(data);
-        return -1;
-    }
-    int r = pdk_audit_spool_write(spool, session, kind, data, true, err);
-    pdk_audit_spool_close(spool);
-    if (r < 0)
-        return pdk_error_prefix(err, "cannot record %s in the audit log, so it is not done", kind);
-    return 0;
-}
-
 int pdk_cli_parse_json_help(int argc, char **argv, const char *usage, bool *json)
 {
     static const struct option options[] = {
@@ -84,27 +69,6 @@ int pdk_cli_parse_json_help(int argc, char **argv, const char *usage, bool *json
     return -1;
 }
 
-int pdk_cli_open_session_operand(const char *cmd, int argc, char **argv, pdk_session **out,
-                                 char ***paths)
-{
-    *out = NULL;
-    *paths = NULL;
-    if (optind >= argc)
-        return pdk_cli_usage_error(cmd, "missing SESSION");
-    const char *id = argv[optind++];
-    for (int i = optind; i < argc; i++)
-        pdk_strv_push(paths, argv[i]);
-    pdk_error err = {0};
-    _cleanup_free_ char *state_dir = NULL;
-    if (pdk_cli_state_dir(false, &state_dir, &err) < 0 ||
-        pdk_session_open(state_dir, id, out, &err) < 0) {
-        pdk_strv_free(*paths);
-        *paths = NULL;
-        return pdk_cli_fail(&err, PDK_EXIT_FAILED);
-    }
-    return PDK_EXIT_OK;
-}
-
 int pdk_cli_usage_error(const char *cmd, const char *fmt, ...)
 {
     char msg[1024];
@@ -112,8 +76,7 @@ int pdk_cli_usage_error(const char *cmd, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    _cleanup_free_ char *shown = pdk_display_message(msg);
-    fprintf(stderr, "paddock %s: %s (see 'paddock %s --help')\n", cmd, shown, cmd);
+    pdk_outputf(STDERR_FILENO, 0, "paddock %s: %s (see 'paddock %s --help')", cmd, msg, cmd);
     return PDK_EXIT_USAGE;
 }
 
@@ -138,8 +101,7 @@ void pdk_cli_message(const char *fmt, ...)
     va_start(ap, fmt);
     _cleanup_free_ char *msg = xvasprintf(fmt, ap);
     va_end(ap);
-    _cleanup_free_ char *shown = pdk_display_message(msg);
-    fprintf(stderr, "paddock: %s\n", shown);
+    pdk_outputf(STDERR_FILENO, 0, "paddock: %s", msg); /* redacted, escaped (output.h) */
 }
 
 int pdk_cli_state_dir(bool create, char **out, pdk_error *err)
@@ -208,6 +170,6 @@ int main(int argc, char **argv)
             return commands[i].main(argc - 1, argv + 1);
         }
     }
-    fprintf(stderr, "paddock: unknown command '%s' (see 'paddock --help')\n", name);
+    pdk_outputf(STDERR_FILENO, 0, "paddock: unknown command '%s' (see 'paddock --help')", name);
     return PDK_EXIT_USAGE;
 }

@@ -1,8 +1,7 @@
 /* log.c: see log.h. */
 #include "log.h"
 
-#include "display.h"
-#include "redact.h"
+#include "output.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -53,14 +52,8 @@ void pdk_log(pdk_log_level level, const char *fmt, ...)
     }
     /* a registered secret never reaches stderr either (redact.h), nor a control character
      * of a name the sandbox chose (display.h): the line may be on the terminal the sandbox
-     * writes to */
-    _cleanup_free_ char *redacted = pdk_redact_text(line);
-    _cleanup_free_ char *text = pdk_display_message(redacted ? redacted : line);
-    size_t len = strlen(text);
-    /* One write per line so concurrent writers do not interleave mid-line. */
-    struct iovec iov[2] = {{(void *)text, len}, {(void *)"\n", 1}};
-    ssize_t r = writev(STDERR_FILENO, iov, 2);
-    (void)r;
+     * writes to (output.h) */
+    pdk_output(STDERR_FILENO, 0, line);
 }
 
 static int trace_state = -1;
@@ -78,12 +71,9 @@ bool pdk_trace_enabled(void)
 
 void pdk_trace_point(const char *what)
 {
-    char line[256];
-    int n = snprintf(line, sizeof(line), "paddock: trace: +%lluus %d %s\n",
-                     (unsigned long long)((pdk_now_monotonic_ns() - trace_start) / 1000),
-                     (int)getpid(), what);
-    if (n > 0)
-        (void)!write(STDERR_FILENO, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line));
+    pdk_outputf(STDERR_FILENO, 0, "paddock: trace: +%lluus %d %s",
+                (unsigned long long)((pdk_now_monotonic_ns() - trace_start) / 1000), (int)getpid(),
+                what);
 }
 
 void pdk_crash_point(const char *name)
@@ -215,21 +205,13 @@ static void notice_write_line(const char *kind, const char *text)
 
 static void print_line(const char *shown)
 {
-    struct iovec iov[3] = {{(void *)"paddock: ", 9}, {(void *)shown, strlen(shown)}, {"\n", 1}};
-    (void)!writev(STDERR_FILENO, iov, 3);
+    pdk_outputf(STDERR_FILENO, 0, "paddock: %s", shown);
 }
 
 static void notice_record(pdk_notice_kind kind, unsigned flags, const char *text)
 {
-    /* a registered secret is shown nowhere (redact.h); one line, shown as it is */
-    _cleanup_free_ char *redacted = pdk_redact_text(text);
-    const char *t = redacted ? redacted : text;
-    size_t len = strlen(t);
-    while (len > 0 && t[len - 1] == '\n')
-        len--;
-    pdk_buf b = {0};
-    pdk_display_escape(&b, t, len, PDK_DISPLAY_RAW_BACKSLASH);
-    _cleanup_free_ char *shown = pdk_buf_steal(&b);
+    /* a registered secret is shown nowhere (redact.h); one line, shown as it is (output.h) */
+    _cleanup_free_ char *shown = pdk_output_shown(text);
 
     pthread_mutex_lock(&notices.lock);
     if (!notices.active || notices.owner != getpid()) {

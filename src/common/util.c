@@ -1,6 +1,8 @@
 /* util.c: see util.h. */
 #include "util.h"
 
+#include "output.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <sodium.h>
@@ -14,10 +16,7 @@
 
 static PDK_NORETURN void out_of_memory(void)
 {
-    static const char msg[] = "paddock: out of memory\n";
-    ssize_t r = write(STDERR_FILENO, msg, sizeof(msg) - 1);
-    (void)r;
-    abort();
+    pdk_output_out_of_memory(NULL);
 }
 
 void pdk_freep(void *pp)

@@ -275,20 +275,10 @@ static void note_refusal(exec_watch *w, pid_t pid, const char *line, const char 
     pthread_mutex_unlock(&w->lock);
 }
 
-static void poll_asks(evutil_socket_t fd, short what, void *arg);
-
-static void arm_poll(exec_watch *w)
+/* The held exec p answered (allow or not): recorded, told, let go. */
+static void finish_ask(pending_ask *p, bool allow, json_t *event, const char *message)
 {
-    struct timeval tv = {0, 200 * 1000};
-    if (!w->poll_ev)
-        w->poll_ev = evtimer_new(pdk_exec_listener_base(w->listener), poll_asks, w);
-    if (w->poll_ev)
-        evtimer_add(w->poll_ev, &tv);
-}
-
-static void finish_ask(exec_watch *w, size_t i, bool allow, json_t *event, const char *message)
-{
-    pending_ask *p = &w->pending[i];
+    exec_watch *w = p->w;
     pdk_error err = {0};
     if (pdk_audit_spool_write(w->st->spool, w->st->session->id, "approval.answered", event, true,
                               &err) < 0) {
@@ -304,52 +294,45 @@ static void finish_ask(exec_watch *w, size_t i, bool allow, json_t *event, const
     if (pdk_notices_held() && stderr_is_terminal(p->pid))
         message = NULL; /* the terminal a command that owns it draws on */
     pdk_exec_listener_answer(w->listener, p->token, p->pid, allow, message);
+    for (size_t i = 0; i < w->npending; i++)
+        if (w->pending[i] == p) {
+            w->pending[i] = w->pending[--w->npending];
+            break;
+        }
     free(p->line);
     pdk_strv_free(p->installer);
-    w->pending[i] = w->pending[--w->npending];
+    free(p);
 }
 
-static void poll_asks(evutil_socket_t fd, short what, void *arg)
+/* On the loop: the approval of a held exec ended (approvals.h's watch). */
+static void ask_done(void *arg, const pdk_approval *a, pdk_approval_outcome outcome)
 {
-    exec_watch *w = arg;
-    uint64_t now = pdk_now_monotonic_ns();
-    for (size_t i = 0; i < w->npending;) {
-        pending_ask *p = &w->pending[i];
-        pdk_approval a = {0};
-        pdk_error err = {0};
-        if (pdk_approval_get(w->store, p->id, &a, &err) < 0) {
-            i++;
-            continue;
-        }
-        json_t *o = json_pack("{s:s, s:s, s:s}", "id", p->id, "line", p->line, "state",
-                              pdk_approval_state_name(a.state));
-        if (a.state == PDK_APPROVAL_PENDING && now >= p->deadline_ns &&
-            pdk_approval_expire(w->store, p->id, &err) == 1) {
-            bool allow = w->st->policy->approval_on_timeout == PDK_DECISION_ALLOW;
-            json_object_set_new(o, "state", json_string("expired"));
-            json_object_set_new(o, "on_timeout", json_string(allow ? "allow" : "deny"));
-            _cleanup_free_ char *msg = xasprintf("paddock: no answer to approval %s in time: %s\n",
-                                                 p->id, allow ? "run" : "denied");
-            finish_ask(w, i, allow, o, msg);
-        } else if (a.state == PDK_APPROVAL_APPROVED || a.state == PDK_APPROVAL_DENIED) {
-            bool allow = a.state == PDK_APPROVAL_APPROVED;
-            json_object_set_new(o, "by", json_string(a.answered_by ? a.answered_by : ""));
-            json_object_set_new(o, "always", json_boolean(a.always));
-            json_object_set_new(o, "reason", pdk_display_json_string(a.answer_reason));
-            /* on the sandbox's stderr, which may be a terminal */
-            _cleanup_free_ char *by = pdk_display(a.answered_by ? a.answered_by : "a human");
-            _cleanup_free_ char *why = a.answer_reason ? pdk_display(a.answer_reason) : NULL;
-            _cleanup_free_ char *msg = xasprintf("paddock: denied by %s%s%s (approval %s)\n", by,
-                                                 why ? ": " : "", why ? why : "", p->id);
-            finish_ask(w, i, allow, o, msg);
-        } else {
-            json_decref(o);
-            i++;
-        }
-        pdk_approval_clear(&a);
+    pending_ask *p = arg;
+    exec_watch *w = p->w;
+    p->watch = NULL; /* freed by the watch itself */
+    json_t *o = json_pack("{s:s, s:s, s:s}", "id", p->id, "line", p->line, "state",
+                          pdk_approval_state_name(a->state));
+    if (outcome != PDK_APPROVAL_WAIT_ANSWERED) {
+        bool allow = w->st->policy->approval_on_timeout == PDK_DECISION_ALLOW;
+        json_object_set_new(o, "state", json_string("expired"));
+        json_object_set_new(o, "on_timeout", json_string(allow ? "allow" : "deny"));
+        _cleanup_free_ char *msg = xasprintf("paddock: no answer to approval %s in time: %s\n",
+                                             p->id, allow ? "run" : "denied");
+        finish_ask(p, allow, o, msg);
+        return;
     }
-    if (w->npending > 0)
-        arm_poll(w);
+    bool allow = a->state == PDK_APPROVAL_APPROVED;
+    json_object_set_new(o, "by", json_string(a->answered_by ? a->answered_by : ""));
+    json_object_set_new(o, "always", json_boolean(a->always));
+    json_object_set_new(o, "reason", pdk_display_json_string(a->answer_reason));
+    /* on the sandbox's stderr, which may be a terminal */
+    _cleanup_free_ char *by = pdk_display(a->answered_by ? a->answered_by : "a human");
+    _cleanup_free_ char *why = a->answer_reason ? pdk_display(a->answer_reason) : NULL;
+    _cleanup_free_ char *msg = a->state == PDK_APPROVAL_EXPIRED
+                                   ? xasprintf("paddock: approval %s expired: denied\n", p->id)
+                                   : xasprintf("paddock: denied by %s%s%s (approval %s)\n", by,
+                                               why ? ": " : "", why ? why : "", p->id);
+    finish_ask(p, allow, o, msg);
 }
 
 /* The exec event of req: what really runs (the file, the whole argv, the interpreter or
@@ -557,22 +540,33 @@ pdk_exec_answer pdk__exec_ask(void *arg, pdk_exec_listener *listener, pdk_exec_r
         pdk_strv_free(installer);
         return PDK_EXEC_DENY;
     }
-    w->pending = xrealloc(w->pending, (w->npending + 1) * sizeof(*w->pending));
-    pending_ask *p = &w->pending[w->npending++];
+    pending_ask *p = xcalloc(1, sizeof(*p));
+    p->w = w;
     p->token = token;
     p->pid = req->pid;
     snprintf(p->id, sizeof(p->id), "%s", a.id);
-    p->deadline_ns =
-        pdk_now_monotonic_ns() + (uint64_t)st->policy->approval_timeout_seconds * 1000000000ULL;
     p->line = pdk__run_argv_line(req->argv);
     p->installer = installer;
+    pdk_approval_wait_options wait = {.timeout_seconds = st->policy->approval_timeout_seconds};
+    if (pdk_approval_watch_start(pdk_exec_listener_base(listener), w->store, a.id, &wait, ask_done,
+                                 p, &p->watch, &err) < 0) {
+        (void)pdk_approval_expire(w->store, a.id, NULL);
+        snprintf(message, message_size, "paddock: cannot wait for approval (%s): denied\n",
+                 err.message);
+        pdk_approval_clear(&a);
+        free(p->line);
+        pdk_strv_free(p->installer);
+        free(p);
+        return PDK_EXEC_DENY;
+    }
+    w->pending = xrealloc(w->pending, (w->npending + 1) * sizeof(*w->pending));
+    w->pending[w->npending++] = p;
     _cleanup_free_ char *shown = exec_line(req->argv);
     pdk_notice(PDK_NOTICE_APPROVAL, PDK_NOTICE_PRINT,
                "approval %s: `%s` (pid %d) needs a human (%s: %s); answer with paddock approve "
                "%s, or paddock deny %s",
                a.id, shown, (int)req->pid, how, v.reason, a.id, a.id);
     pdk_approval_clear(&a);
-    arm_poll(w);
     return PDK_EXEC_PENDING;
 }
 
@@ -589,12 +583,12 @@ void pdk__exec_watch_free(exec_watch *w)
     free(w->refused_line);
     free(w->refused_message);
     for (size_t i = 0; i < w->npending; i++) {
-        free(w->pending[i].line);
-        pdk_strv_free(w->pending[i].installer);
+        pdk_approval_watch_cancel(w->pending[i]->watch);
+        free(w->pending[i]->line);
+        pdk_strv_free(w->pending[i]->installer);
+        free(w->pending[i]);
     }
     free(w->pending);
-    if (w->poll_ev)
-        event_free(w->poll_ev);
     pdk_store_close(w->store);
     memset(w, 0, sizeof(*w));
 }

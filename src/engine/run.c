@@ -1,6 +1,8 @@
 /* run.c: see run.h. The orchestration; run_internal.h names the other files. */
 #include "run_internal.h"
 
+#include "output.h"
+
 #include "approvals.h"
 #include "audit.h"
 #include "exec_listener.h"
@@ -717,10 +719,11 @@ int pdk_run(const pdk_run_options *given, pdk_run_report *report, pdk_error *err
         goto out;
     report->notice_route = opt->notices;
     if (opt->notices == PDK_NOTICES_ASIDE)
-        fprintf(stderr,
-                "paddock: the command has the terminal: paddock's messages go to %s while it "
-                "runs (follow them with paddock approvals --watch), and a summary at the end\n",
-                notice_path);
+        pdk_outputf(STDERR_FILENO, 0,
+                    "paddock: the command has the terminal: paddock's messages go to %s while "
+                    "it runs (follow them with paddock approvals --watch), and a summary at the "
+                    "end",
+                    notice_path);
     free(notice_path);
     pdk_sandbox_result result;
     int sandbox_ran = pdk_sandbox_run(&st.cfg, &result, err);

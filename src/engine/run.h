@@ -26,6 +26,10 @@ typedef struct pdk_run_options {
     /* Where paddock's notices go while the command runs (log.h): on stderr, or, when the
      * command owns the terminal (a TUI) or with --quiet, to the run's notice file only. */
     pdk_notice_route notices;
+    /* How a human at the front end is asked when the policy asks about the command
+     * (approvals.h; the CLI's terminal prompt); NULL: only other processes answer
+     * (paddock approve). */
+    const struct pdk_approval_asker *asker;
 } pdk_run_options;
 
 /* The profiles of pdk_run_options.profile, NULL-terminated. */

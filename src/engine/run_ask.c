@@ -61,22 +61,6 @@ int pdk__run_refuse_denied(run_state *st, pdk_run_report *report, pdk_error *err
 
 /* ---- asking a human ---- */
 
-static volatile sig_atomic_t ask_interrupted;
-
-static void on_ask_signal(int sig)
-{
-    ask_interrupted = sig;
-}
-
-/* The terminal paddock runs on, when it has one (the command has not started: it is not
- * using it), for the prompt; -1 when none. */
-static int open_prompt_tty(void)
-{
-    if (!isatty(STDIN_FILENO) || !isatty(STDERR_FILENO))
-        return -1;
-    return open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
-}
-
 char *pdk__run_argv_line(char *const *argv)
 {
     pdk_buf b = {0};
@@ -134,69 +118,16 @@ int pdk__run_ask_human(run_state *st, pdk_run_report *report, pdk_error *err)
                "approval %s: `%s` in %s needs a human (%s: %s); answer with paddock approve %s, "
                "or paddock deny %s (waiting up to %llds)",
                a.id, line, cwd_shown, a.rule, a.reason, a.id, a.id, (long long)timeout);
-    int tty = open_prompt_tty();
-    if (tty >= 0)
-        dprintf(tty, "paddock: run `%s` in %s? [y]es, [n]o, [a]lways for this session: ", line,
-                cwd_shown);
-    struct sigaction sa = {.sa_handler = on_ask_signal}, old_int, old_term;
-    sigemptyset(&sa.sa_mask);
-    ask_interrupted = 0;
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
-    uint64_t deadline = pdk_now_monotonic_ns() + (uint64_t)timeout * 1000000000ULL;
-    const char *how = NULL;
+    pdk_approval_wait_options wait = {.timeout_seconds = timeout, .asker = st->opt->asker};
     pdk_approval got = {0};
-    for (;;) {
-        if (pdk_approval_get(store, a.id, &got, err) < 0)
-            break;
-        if (got.state != PDK_APPROVAL_PENDING) {
-            how = "answered";
-            break;
-        }
-        pdk_approval_clear(&got);
-        if (ask_interrupted || pdk_now_monotonic_ns() >= deadline) {
-            int e = pdk_approval_expire(store, a.id, err);
-            if (e < 0)
-                break;
-            if (e == 0)
-                continue; /* an answer came in the meantime */
-            how = ask_interrupted ? "interrupted" : "timeout";
-            break;
-        }
-        struct pollfd pfd = {.fd = tty, .events = POLLIN};
-        int r = poll(&pfd, tty >= 0 ? 1 : 0, 200);
-        if (r > 0 && (pfd.revents & POLLIN)) {
-            char buf[64] = "";
-            ssize_t n = read(tty, buf, sizeof(buf) - 1);
-            char c = n > 0 ? buf[0] : 'n';
-            if (c == 'y' || c == 'Y' || c == 'a' || c == 'A' || c == 'n' || c == 'N') {
-                _cleanup_free_ char *by = xasprintf("the terminal of paddock pid %d (uid %d)",
-                                                    (int)getpid(), (int)getuid());
-                pdk_error ignored = {0};
-                (void)pdk_approval_answer(store, a.id, c != 'n' && c != 'N', c == 'a' || c == 'A',
-                                          NULL, by, &ignored);
-            } else {
-                dprintf(tty, "y, n or a: ");
-            }
-        } else if (r > 0 && (pfd.revents & (POLLHUP | POLLERR))) {
-            close(tty);
-            tty = -1;
-        }
-    }
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
-    if (tty >= 0) {
-        if (how && strcmp(how, "answered") != 0)
-            dprintf(tty, "\n");
-        close(tty);
-    }
-    if (!how) {
+    pdk_approval_outcome outcome;
+    if (pdk_approval_wait(store, a.id, &wait, &got, &outcome, err) < 0) {
         pdk_approval_clear(&got);
         goto out;
     }
     bool approved;
     json_t *o = json_pack("{s:s, s:s}", "id", a.id, "rule", a.rule);
-    if (strcmp(how, "answered") == 0) {
+    if (outcome == PDK_APPROVAL_WAIT_ANSWERED) {
         approved = got.state == PDK_APPROVAL_APPROVED;
         json_object_set_new(o, "state", json_string(pdk_approval_state_name(got.state)));
         json_object_set_new(o, "by", json_string(got.answered_by ? got.answered_by : ""));
@@ -206,7 +137,7 @@ int pdk__run_ask_human(run_state *st, pdk_run_report *report, pdk_error *err)
             snprintf(report->message, sizeof(report->message), "denied by %s%s%s (approval %s)",
                      got.answered_by ? got.answered_by : "a human", got.answer_reason ? ": " : "",
                      got.answer_reason ? got.answer_reason : "", a.id);
-    } else if (strcmp(how, "timeout") == 0) {
+    } else if (outcome == PDK_APPROVAL_WAIT_TIMED_OUT) {
         approved = st->policy->approval_on_timeout == PDK_DECISION_ALLOW;
         json_object_set_new(o, "state", json_string("expired"));
         json_object_set_new(o, "on_timeout", json_string(approved ? "allow" : "deny"));

@@ -51,10 +51,11 @@ typedef struct run_state {
 } run_state;
 
 typedef struct pending_ask {
+    struct exec_watch *w;
+    pdk_approval_watch *watch; /* until answered (approvals.h) */
     uint64_t token;
     pid_t pid;
     char id[17];
-    uint64_t deadline_ns;
     char *line;
     char **installer; /* the argv to remember as an installer's when approved, or NULL */
 } pending_ask;
@@ -79,10 +80,9 @@ typedef struct exec_watch {
     bool first_seen;  /* the command's own exec, judged before the sandbox was made */
     bool nested_said; /* an agent's own sandbox was said to need nested_userns */
     pdk_exec_listener *listener;
-    pdk_store *store; /* for approvals, opened at the first ask */
-    pending_ask *pending;
+    pdk_store *store;      /* for approvals, opened at the first ask */
+    pending_ask **pending; /* the execs held while a human is asked */
     size_t npending;
-    struct event *poll_ev;
     /* The last refusal: a shell tries each directory of PATH in turn, and the same command of
      * the same process right after is refused the same way, not asked again. */
     pid_t refused_pid;

@@ -1,5 +1,6 @@
 /* tls_ca.c: see tls_ca.h. */
 #include "tls_ca.h"
+#include "output.h"
 
 #include "fsutil.h"
 #include "net_address.h"
@@ -330,7 +331,7 @@ int pdk_tls_ca_bundle_of(const char *state_dir, char **path, pdk_error *err)
             pdk_error e = {0};
             int r = create_ca(state_dir, dir, &e);
             if (r < 0)
-                fprintf(stderr, "paddock: %s\n", e.message);
+                pdk_outputf(STDERR_FILENO, 0, "paddock: %s", e.message);
             _exit(r < 0 ? 1 : 0);
         }
         int status = 0;

@@ -11,6 +11,7 @@
  * got ...").
  */
 #include "policy_internal.h"
+#include "output.h"
 
 #include "display.h"
 
@@ -214,10 +215,7 @@ void pdk__each_item(parse_state *st, const char *field, yaml_node_t *n,
 
 static PDK_NORETURN void yaml_out_of_memory(void)
 {
-    static const char msg[] = "paddock: out of memory (libyaml)\n";
-    ssize_t r = write(STDERR_FILENO, msg, sizeof(msg) - 1);
-    (void)r;
-    abort();
+    pdk_output_out_of_memory("libyaml");
 }
 
 static void syntax_diag(parse_state *st, const yaml_parser_t *parser)

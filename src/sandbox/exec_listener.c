@@ -1,5 +1,6 @@
 /* exec_listener.c: see exec_listener.h. */
 #include "exec_listener.h"
+#include "output.h"
 
 #include "log.h"
 #include "util.h"
@@ -252,7 +253,7 @@ static void tell(pid_t pid, const char *message)
     }
     if (fd < 0)
         return;
-    (void)!write(fd, message, strlen(message));
+    pdk_output(fd, 0, message); /* redacted, escaped, one write (output.h) */
     close(fd);
 }
 

@@ -6,7 +6,9 @@
 #include "util.h"
 
 #include <errno.h>
+#include <event2/event.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -315,4 +317,210 @@ bool pdk_approval_always(pdk_store *store, const char *session, const char *rule
     bool found = sqlite3_step(st) == SQLITE_ROW;
     sqlite3_finalize(st);
     return found;
+}
+
+/* ---- waiting for the answer ---- */
+
+static uint64_t deadline_of(const pdk_approval_wait_options *opts)
+{
+    if (opts->timeout_seconds < 0)
+        return 0;
+    return pdk_now_monotonic_ns() + (uint64_t)opts->timeout_seconds * 1000000000ULL;
+}
+
+/* One look at the request: 1 when the wait is over (*outcome, *answer filled), 0 to go on
+ * (*answer empty), -1 with err. */
+static int wait_turn(pdk_store *store, const char *id, const char *expire_reason,
+                     uint64_t deadline_ns, bool interrupted, pdk_approval *answer,
+                     pdk_approval_outcome *outcome, pdk_error *err)
+{
+    for (;;) {
+        if (pdk_approval_get(store, id, answer, err) < 0)
+            return -1;
+        if (answer->state != PDK_APPROVAL_PENDING) {
+            *outcome = PDK_APPROVAL_WAIT_ANSWERED; /* (or expired by another process) */
+            return 1;
+        }
+        pdk_approval_clear(answer);
+        bool late = deadline_ns && pdk_now_monotonic_ns() >= deadline_ns;
+        if (!interrupted && !late)
+            return 0;
+        int e = interrupted ? pdk_approval_expire(store, id, err)
+                            : pdk_approval_expire_because(store, id, expire_reason, err);
+        if (e < 0)
+            return -1;
+        if (e == 0)
+            continue; /* an answer came in the meantime */
+        if (pdk_approval_get(store, id, answer, err) < 0)
+            return -1;
+        *outcome = interrupted ? PDK_APPROVAL_WAIT_INTERRUPTED : PDK_APPROVAL_WAIT_TIMED_OUT;
+        return 1;
+    }
+}
+
+static bool asker_interrupted(const pdk_approval_asker *k)
+{
+    return k && k->interrupted && k->interrupted(k->arg);
+}
+
+/* The asker's answer, given like any other (the first answer wins). */
+static void asker_answer(pdk_store *store, const char *id, const pdk_approval_reply *reply)
+{
+    pdk_error ignored = {0};
+    (void)pdk_approval_answer(store, id, reply->approve, reply->always, NULL,
+                              reply->by[0] ? reply->by : NULL, &ignored);
+}
+
+static int asker_begin(pdk_store *store, const char *id, const pdk_approval_asker *k,
+                       pdk_error *err)
+{
+    if (!k || !k->begin)
+        return -1;
+    pdk_approval request = {0};
+    if (pdk_approval_get(store, id, &request, err) < 0)
+        return -2;
+    int fd = k->begin(k->arg, &request);
+    pdk_approval_clear(&request);
+    return fd;
+}
+
+int pdk_approval_wait(pdk_store *store, const char *id, const pdk_approval_wait_options *opts,
+                      pdk_approval *answer, pdk_approval_outcome *outcome, pdk_error *err)
+{
+    memset(answer, 0, sizeof(*answer));
+    *outcome = PDK_APPROVAL_WAIT_ANSWERED;
+    const pdk_approval_asker *k = opts->asker;
+    uint64_t deadline = deadline_of(opts);
+    int fd = asker_begin(store, id, k, err);
+    if (fd == -2)
+        return -1;
+    int ret;
+    for (;;) {
+        int r = wait_turn(store, id, opts->expire_reason, deadline, asker_interrupted(k), answer,
+                          outcome, err);
+        if (r != 0) {
+            ret = r < 0 ? -1 : 0;
+            break;
+        }
+        struct pollfd pfd = {.fd = fd, .events = POLLIN};
+        int n = poll(&pfd, fd >= 0 ? 1 : 0, PDK_APPROVAL_POLL_MS);
+        if (n > 0 && (pfd.revents & POLLIN)) {
+            pdk_approval_reply reply = {0};
+            int got = k->read(k->arg, fd, &reply);
+            if (got > 0)
+                asker_answer(store, id, &reply);
+            else if (got < 0)
+                fd = -1;
+        } else if (n > 0 && (pfd.revents & (POLLHUP | POLLERR | POLLNVAL))) {
+            fd = -1;
+        }
+    }
+    if (k && k->end)
+        k->end(k->arg, *outcome, ret == 0 ? answer : NULL);
+    return ret;
+}
+
+struct pdk_approval_watch {
+    pdk_store *store;
+    char id[17];
+    char *expire_reason;
+    const pdk_approval_asker *asker;
+    uint64_t deadline_ns;
+    struct event *timer;
+    struct event *input; /* the asker's fd, when it has one */
+    pdk_approval_done_fn done;
+    void *arg;
+};
+
+static void watch_free(pdk_approval_watch *w)
+{
+    if (w->timer)
+        event_free(w->timer);
+    if (w->input)
+        event_free(w->input);
+    free(w->expire_reason);
+    free(w);
+}
+
+void pdk_approval_watch_cancel(pdk_approval_watch *w)
+{
+    if (!w)
+        return;
+    if (w->asker && w->asker->end)
+        w->asker->end(w->asker->arg, PDK_APPROVAL_WAIT_INTERRUPTED, NULL);
+    watch_free(w);
+}
+
+static void watch_tick(evutil_socket_t fd, short what, void *arg)
+{
+    pdk_approval_watch *w = arg;
+    pdk_approval answer = {0};
+    pdk_approval_outcome outcome = PDK_APPROVAL_WAIT_ANSWERED;
+    pdk_error err = {0};
+    /* An error reading the store: tried again at the next turn. */
+    if (wait_turn(w->store, w->id, w->expire_reason, w->deadline_ns, asker_interrupted(w->asker),
+                  &answer, &outcome, &err) == 1) {
+        const pdk_approval_asker *k = w->asker;
+        if (k && k->end)
+            k->end(k->arg, outcome, &answer);
+        w->done(w->arg, &answer, outcome);
+        pdk_approval_clear(&answer);
+        watch_free(w);
+        return;
+    }
+    pdk_approval_clear(&answer);
+    struct timeval tv = {0, PDK_APPROVAL_POLL_MS * 1000};
+    evtimer_add(w->timer, &tv);
+}
+
+static void watch_input(evutil_socket_t fd, short what, void *arg)
+{
+    pdk_approval_watch *w = arg;
+    pdk_approval_reply reply = {0};
+    int got = w->asker->read(w->asker->arg, (int)fd, &reply);
+    if (got < 0) {
+        event_free(w->input);
+        w->input = NULL;
+    } else if (got > 0) {
+        asker_answer(w->store, w->id, &reply);
+        event_active(w->timer, EV_TIMEOUT, 0); /* read at once */
+    }
+}
+
+int pdk_approval_watch_start(struct event_base *base, pdk_store *store, const char *id,
+                             const pdk_approval_wait_options *opts, pdk_approval_done_fn done,
+                             void *arg, pdk_approval_watch **out, pdk_error *err)
+{
+    *out = NULL;
+    pdk_approval_watch *w = xcalloc(1, sizeof(*w));
+    w->store = store;
+    snprintf(w->id, sizeof(w->id), "%s", id);
+    w->expire_reason = opts->expire_reason ? xstrdup(opts->expire_reason) : NULL;
+    w->asker = opts->asker;
+    w->deadline_ns = deadline_of(opts);
+    w->done = done;
+    w->arg = arg;
+    w->timer = evtimer_new(base, watch_tick, w);
+    if (!w->timer) {
+        watch_free(w);
+        return pdk_error_set(err, ENOMEM, "cannot wait for approval %s", id);
+    }
+    int fd = asker_begin(store, id, w->asker, err);
+    if (fd == -2) {
+        watch_free(w);
+        return -1;
+    }
+    if (fd >= 0) {
+        w->input = event_new(base, fd, EV_READ | EV_PERSIST, watch_input, w);
+        if (!w->input || event_add(w->input, NULL) < 0) {
+            if (w->asker->end)
+                w->asker->end(w->asker->arg, PDK_APPROVAL_WAIT_INTERRUPTED, NULL);
+            watch_free(w);
+            return pdk_error_set(err, ENOMEM, "cannot wait for approval %s", id);
+        }
+    }
+    struct timeval tv = {0, PDK_APPROVAL_POLL_MS * 1000};
+    evtimer_add(w->timer, &tv);
+    *out = w;
+    return 0;
 }

@@ -9,7 +9,9 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
+#include <sys/inotify.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -902,6 +904,21 @@ int pdk_audit_spool_write(pdk_audit_spool *sp, const char *session, const char *
     return ret;
 }
 
+int pdk_audit_record(const char *state_dir, const char *session, const char *kind, json_t *data,
+                     pdk_error *err)
+{
+    pdk_audit_spool *spool = NULL;
+    if (pdk_audit_spool_open(state_dir, &spool, err) < 0) {
+        json_decref(data);
+        return -1;
+    }
+    int r = pdk_audit_spool_write(spool, session, kind, data, true, err);
+    pdk_audit_spool_close(spool);
+    if (r < 0)
+        return pdk_error_prefix(err, "cannot record %s in the audit log, so it is not done", kind);
+    return 0;
+}
+
 void pdk_audit_spool_close(pdk_audit_spool *sp)
 {
     if (!sp)
@@ -1334,4 +1351,101 @@ int pdk_audit_fold(pdk_store *store, const char *state_dir, pdk_error *err)
     if (total > 0)
         advance_recorded_end(store);
     return ret < 0 ? -1 : total;
+}
+
+/* ---- following the log ---- */
+
+typedef struct follow_state {
+    int (*fn)(const pdk_audit_event *event, void *arg);
+    void *arg;
+    int64_t last_seq;
+    int stopped; /* what fn returned, when not 0 */
+} follow_state;
+
+static int follow_event(const pdk_audit_event *e, void *arg)
+{
+    follow_state *fs = arg;
+    fs->last_seq = e->seq;
+    fs->stopped = fs->fn(e, fs->arg);
+    return fs->stopped;
+}
+
+/* Whether what inotify read says the log may have grown: a spool file written or made, or
+ * the store's database or its write-ahead log written by another process's commit. */
+static bool follow_relevant(const char *buf, ssize_t len, int state_wd)
+{
+    bool relevant = false;
+    for (const char *p = buf; p < buf + len;) {
+        const struct inotify_event *ev = (const struct inotify_event *)p;
+        if (ev->mask & IN_Q_OVERFLOW)
+            relevant = true;
+        else if (ev->wd != state_wd)
+            relevant = true; /* the spool */
+        else if (ev->len && (strcmp(ev->name, PDK_STORE_FILE) == 0 ||
+                             strcmp(ev->name, PDK_STORE_FILE "-wal") == 0))
+            relevant = true;
+        p += sizeof(*ev) + ev->len;
+    }
+    return relevant;
+}
+
+int pdk_audit_follow(const char *state_dir, const pdk_audit_follow_options *opts,
+                     int (*fn)(const pdk_audit_event *event, void *arg), void *arg, pdk_error *err)
+{
+    _cleanup_close_ int in = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+    if (in < 0)
+        return pdk_error_set(err, errno, "cannot follow the audit log (inotify)");
+    /* Watched before the first read: nothing written in between is missed. */
+    uint32_t mask = IN_CREATE | IN_MOVED_TO | IN_MODIFY | IN_CLOSE_WRITE;
+    int state_wd = inotify_add_watch(in, state_dir, mask | IN_ONLYDIR);
+    if (state_wd < 0)
+        return pdk_error_set(err, errno, "cannot follow the audit log: cannot watch %s", state_dir);
+    _cleanup_free_ char *spool = pdk_path_join(state_dir, SPOOL_DIR);
+    if (mkdir(spool, 0700) < 0 && errno != EEXIST)
+        return pdk_error_set(err, errno, "cannot follow the audit log: cannot create %s", spool);
+    if (inotify_add_watch(in, spool, mask | IN_ONLYDIR) < 0)
+        return pdk_error_set(err, errno, "cannot follow the audit log: cannot watch %s", spool);
+    pdk_store *store = NULL;
+    if (pdk_store_open(state_dir, true, &store, err) < 0)
+        return -1;
+    follow_state fs = {.fn = fn, .arg = arg, .last_seq = opts->after_seq};
+    pdk_audit_filter filter = {.session = opts->session, .since_ns = opts->since_ns};
+    int ret = 0;
+    for (;;) {
+        if (pdk_audit_fold(store, state_dir, err) < 0) {
+            ret = -1;
+            break;
+        }
+        filter.after_seq = fs.last_seq;
+        if (pdk_audit_each(store, &filter, follow_event, &fs, err) < 0 && !fs.stopped) {
+            ret = -1;
+            break;
+        }
+        if (fs.stopped) {
+            ret = fs.stopped;
+            break;
+        }
+        /* Until the log may have grown (or the caller stops the follow). */
+        bool again = false;
+        while (!again) {
+            struct pollfd pfd[2] = {{.fd = in, .events = POLLIN},
+                                    {.fd = opts->stop_fd, .events = POLLIN}};
+            int n = poll(pfd, opts->stop_fd >= 0 ? 2 : 1, -1);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n < 0) {
+                ret = pdk_error_set(err, errno, "cannot follow the audit log (poll)");
+                goto out;
+            }
+            if (opts->stop_fd >= 0 && pfd[1].revents)
+                goto out;
+            char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+            ssize_t len;
+            while ((len = read(in, buf, sizeof(buf))) > 0)
+                again = follow_relevant(buf, len, state_wd) || again;
+        }
+    }
+out:
+    pdk_store_close(store);
+    return ret;
 }

@@ -11,13 +11,13 @@
  * written in the same transaction; STATE/audit-head holds them too, outside the database,
  * moved after each commit under the store's lock and only forward (never past a row the log
  * no longer holds as it was): two checksummed slots written in turn in place, one
- * fdatasync a move, so that a crash leaves the end before, never a torn one (audit.c). pdk_audit_verify() recomputes all of it and names
- * the first row that was edited, deleted or moved, rows deleted at the end, an event
- * recorded twice, and a log cut short and written on since (the table alone agrees with
- * itself then; audit-head does not, until a human acknowledges it). Someone who can write
- * the state dir can still rewrite the whole chain from some row on and audit-head with it:
- * the chain shows edits, it does not prevent them; export the log (or its head) elsewhere
- * to pin it.
+ * fdatasync a move, so that a crash leaves the end before, never a torn one (audit.c).
+ * pdk_audit_verify() recomputes all of it and names the first row that was edited, deleted or
+ * moved, rows deleted at the end, an event recorded twice, and a log cut short and written on since
+ * (the table alone agrees with itself then; audit-head does not, until a human acknowledges it).
+ * Someone who can write the state dir can still rewrite the whole chain from some row on and
+ * audit-head with it: the chain shows edits, it does not prevent them; export the log (or its head)
+ * elsewhere to pin it.
  *
  * Values registered with pdk_redact_add() (redact.h) never reach a row: every string of an event's
  * data, its session and its kind have them replaced by "[REDACTED]" before hashing.
@@ -96,6 +96,13 @@ int pdk_audit_spool_write(pdk_audit_spool *spool, const char *session, const cha
                           json_t *data, bool durable, pdk_error *err);
 void pdk_audit_spool_close(pdk_audit_spool *spool);
 
+/* One event recorded before the action it describes, by a process that records little
+ * (paddock diff, commit, discard): through a spool of its own, fdatasync'ed. data is
+ * stolen. 0, or -1 with err ("cannot record KIND in the audit log, so it is not done: ..."):
+ * the caller does not act. */
+int pdk_audit_record(const char *state_dir, const char *session, const char *kind, json_t *data,
+                     pdk_error *err);
+
 /* One spooled line (NUL-terminated, without its newline) checked against prev, the hash of
  * the line before (64 zeros for the first): on success item points into *owner (release it
  * with json_decref; item->data is a reference of its own) and hash_out gets the line's
@@ -126,6 +133,26 @@ void pdk__audit_spool_scan_free(pdk__spool_scan *sc);
 /* Fold what is spooled under state_dir into the store's log; spool files of finished
  * writers go once folded. Returns the number of events folded, or -1 with err. */
 int pdk_audit_fold(pdk_store *store, const char *state_dir, pdk_error *err);
+
+/* ---- following the log ----
+ *
+ * Every event matching the options, as it is written by any process: first those
+ * recorded already, then each new one, in order (seq), none twice and none left out,
+ * whether it was appended to the store or spooled by a run (folded in here, as every
+ * reader does, or by another reader: either way it is delivered once, with the seq it got
+ * in the log). The follow sleeps on inotify (the state store's files and the spool
+ * directory) between events, never polling. It ends when fn returns non-zero (returned),
+ * when stop_fd is readable or hung up (0), or on an error (-1 with err). Blocks: run it on
+ * a thread of its own, or give a stop_fd to end it from elsewhere. */
+typedef struct pdk_audit_follow_options {
+    const char *session; /* only this session's events, when not NULL */
+    int64_t since_ns;    /* only events at or after this time, when > 0 */
+    int64_t after_seq;   /* only events after this seq (0: from the first) */
+    int stop_fd;         /* >= 0: the follow ends when it is readable; -1: none */
+} pdk_audit_follow_options;
+
+int pdk_audit_follow(const char *state_dir, const pdk_audit_follow_options *opts,
+                     int (*fn)(const pdk_audit_event *event, void *arg), void *arg, pdk_error *err);
 
 /* The event as a JSON object (seq, time, time_ns, session, kind, data, hash). */
 json_t *pdk_audit_event_json(const pdk_audit_event *event);
