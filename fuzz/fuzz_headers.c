@@ -19,6 +19,7 @@
 #include "util.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -30,11 +31,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static const enum http_method methods[] = {HTTP_GET, HTTP_HEAD, HTTP_CONNECT, HTTP_POST};
 
-static void check(bool ok)
-{
-    if (!ok)
-        abort();
-}
+/* abort() naming the line that failed (the replay build has no line tables at -O2) */
+#define check(ok)                                                                                  \
+    do {                                                                                           \
+        if (!(ok)) {                                                                               \
+            fprintf(stderr, "fuzz_headers.c:%d: check failed\n", __LINE__);                        \
+            abort();                                                                               \
+        }                                                                                          \
+    } while (0)
 
 static pdk_http_head *parse(pdk_http_kind kind, enum http_method method, const char *text,
                             size_t len)

@@ -103,17 +103,21 @@ pdk_headers_outcome pdk_headers_put_credentials(pdk_http_head *h,
     for (size_t i = 0; i < count; i++) {
         const pdk_credential *p = creds[i].policy;
         bool used = false;
-        for (size_t k = 0; k < h->header_count; k++) {
-            if (!names_field(p, h->headers[k].name))
-                continue;
-            char *v = replaced(h->headers[k].value, creds[i].placeholder, creds[i].value);
+        /* Setting a field removes its later namesakes, which moves the fields after them:
+         * after each one set, from the start again (the ones set hold no placeholder now) */
+        for (size_t k = 0; k < h->header_count;) {
+            char *v = names_field(p, h->headers[k].name)
+                          ? replaced(h->headers[k].value, creds[i].placeholder, creds[i].value)
+                          : NULL;
+            bool set = false;
             if (v) {
                 _cleanup_free_ char *name = xstrdup(h->headers[k].name);
                 pdk_error err = {0};
-                (void)pdk_http_head_set(h, name, v, &err);
-                used = true;
+                set = pdk_http_head_set(h, name, v, &err) == 0;
+                used = used || set;
             }
             wipe_free(v);
+            k = set ? 0 : k + 1;
         }
         if (p->inject_header) {
             char *v = replaced(p->inject_value, "{token}", creds[i].value);

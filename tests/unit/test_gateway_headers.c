@@ -146,6 +146,28 @@ static void t_put_credentials(void **state)
     pdk_headers_put_free(&put);
     pdk_http_head_free(h);
 
+    /* two fields of one name: the later ones go when the first is set, and the fields after
+     * them are still rewritten */
+    h = request("GET / HTTP/1.1\r\nHost: api\r\nAuthorization: one\r\nAuthorization: " PH_A
+                "\r\nX-Api-Key: " PH_A "\r\n\r\n");
+    assert_int_equal(pdk_headers_put_credentials(h, creds, 1, true, 1 << 20, &put),
+                     PDK_HEADERS_PUT);
+    assert_string_equal(pdk_http_head_get(h, "X-Api-Key"), "real-a");
+    assert_string_equal(pdk_http_head_get(h, "Authorization"), "real-a");
+    for (size_t k = 0; k < h->header_count; k++)
+        assert_null(strstr(h->headers[k].value, PH_A));
+    assert_null(put.placeholders_left);
+    pdk_headers_put_free(&put);
+    pdk_http_head_free(h);
+    /* a value that cannot be a field's (a newline in the real value): not put on, not used */
+    pdk_headers_credential bad[] = {{&a, PH_A, "real\nvalue"}};
+    h = request("GET / HTTP/1.1\r\nHost: api\r\nX-Api-Key: " PH_A "\r\n\r\n");
+    assert_int_equal(pdk_headers_put_credentials(h, bad, 1, true, 1 << 20, &put), PDK_HEADERS_PUT);
+    assert_false(used[0]);
+    assert_string_equal(pdk_http_head_get(h, "X-Api-Key"), PH_A);
+    pdk_headers_put_free(&put);
+    pdk_http_head_free(h);
+
     /* a named field without the placeholder: not used, left alone */
     h = request("GET / HTTP/1.1\r\nHost: api\r\nX-Api-Key: mine\r\n\r\n");
     assert_int_equal(pdk_headers_put_credentials(h, creds, 1, true, 1 << 20, &put),
