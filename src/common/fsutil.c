@@ -1,6 +1,8 @@
 /* fsutil.c: see fsutil.h. */
 #include "fsutil.h"
 
+#include "syscalls.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -10,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 int pdk_open_beneath(int dirfd, const char *relpath, int flags, mode_t mode)
@@ -24,7 +25,7 @@ int pdk_open_beneath(int dirfd, const char *relpath, int flags, mode_t mode)
         relpath = ".";
     int fd;
     do {
-        fd = (int)syscall(SYS_openat2, dirfd, relpath, &how, sizeof(how));
+        fd = pdk_sys_openat2(dirfd, relpath, &how);
     } while (fd < 0 && errno == EAGAIN);
     return fd;
 }

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static PDK_NORETURN void out_of_memory(void)
@@ -152,7 +153,9 @@ char **pdk_strv_view(const char *const *head, size_t head_count, char *const *re
     for (size_t i = 0; i < head_count; i++)
         if (head[i])
             view[k++] = (char *)head[i];
-    memcpy(view + k, rest, (n + 1) * sizeof(char *));
+    if (n)
+        memcpy(view + k, rest, n * sizeof(char *));
+    view[k + n] = NULL;
     return view;
 }
 
@@ -430,4 +433,20 @@ int pdk_hex_value(int c)
     if (c >= 'A' && c <= 'F')
         return c - 'A' + 10;
     return -1;
+}
+
+int pdk_errno_in_child(int (*fn)(void *arg), void *arg)
+{
+    pid_t pid = fork();
+    if (pid < 0)
+        return errno;
+    if (pid == 0)
+        _exit(fn(arg) & 0xff);
+    int status;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR)
+            return errno;
+    if (WIFEXITED(status))
+        return WEXITSTATUS(status);
+    return EINTR;
 }

@@ -69,8 +69,8 @@ void pdk_strv_push(char ***strvp, const char *s);
 void pdk_strv_push_take(char ***strvp, char *s);
 bool pdk_strv_contains(char *const *strv, const char *s);
 char **pdk_strv_copy(char *const *strv);
-/* A NULL-terminated array of head's words (the NULL ones left out) then rest's, pointing at
- * the same strings: free the array only. */
+/* A NULL-terminated array of head's words (the NULL ones left out) then rest's (NULL: none),
+ * pointing at the same strings: free the array only. */
 char **pdk_strv_view(const char *const *head, size_t head_count, char *const *rest);
 
 /* A letter, digit, '.', '_' or '-': what the names of sessions and secrets are made of. */
@@ -111,6 +111,12 @@ int pdk_read_all(int fd, char **out, size_t *out_len, size_t limit);
 int pdk_read_file_at(int dirfd, const char *path, char **out, size_t *out_len, size_t limit);
 /* Write a small string to a file that must already exist (procfs, cgroupfs). */
 int pdk_write_file_at(int dirfd, const char *path, const char *content);
+
+/* Run fn(arg) in a forked child and return what it returned as the child's exit status: 0,
+ * or an errno value (fn returns errno values, not -1). EINTR when the child died of a
+ * signal, errno when the fork or the wait failed. For probes that change the calling process
+ * (unshare, seccomp) and must not change this one. */
+int pdk_errno_in_child(int (*fn)(void *arg), void *arg);
 
 /* Monotonic and wall clocks in nanoseconds. */
 uint64_t pdk_now_monotonic_ns(void);

@@ -71,24 +71,37 @@ void pdk_redact_clear(void)
     pthread_mutex_unlock(&lock);
 }
 
+static int longest_first(const void *a, const void *b)
+{
+    size_t la = strlen(entries[*(const size_t *)a].text);
+    size_t lb = strlen(entries[*(const size_t *)b].text);
+    return la < lb ? 1 : la > lb ? -1 : 0;
+}
+
 static char *replace_locked(const char *s, bool values_only)
 {
     if (!s)
         return NULL;
-    bool found = false;
-    for (size_t i = 0; i < count && !found; i++)
-        found = !(values_only && entries[i].placeholder) && strstr(s, entries[i].text) != NULL;
-    if (!found)
-        return NULL;
-    char *cur = xstrdup(s);
+    /* The entries in s, the longest first: a value that holds a shorter one is replaced
+     * whole, not left with what surrounds the shorter one. */
+    size_t *hits = NULL, nhits = 0;
     for (size_t i = 0; i < count; i++) {
-        if (values_only && entries[i].placeholder)
+        if ((values_only && entries[i].placeholder) || !strstr(s, entries[i].text))
             continue;
+        hits = xrealloc(hits, (nhits + 1) * sizeof(*hits));
+        hits[nhits++] = i;
+    }
+    if (nhits == 0)
+        return NULL;
+    qsort(hits, nhits, sizeof(*hits), longest_first);
+    char *cur = xstrdup(s);
+    for (size_t h = 0; h < nhits; h++) {
         pdk_buf b = {0};
-        pdk_buf_replace_all(&b, cur, strlen(cur), entries[i].text, PDK_REDACTED);
+        pdk_buf_replace_all(&b, cur, strlen(cur), entries[hits[h]].text, PDK_REDACTED);
         pdk_free_secret(cur);
         cur = pdk_buf_steal(&b);
     }
+    free(hits);
     return cur;
 }
 

@@ -4,6 +4,7 @@
 #include "log.h"
 #include "pty.h"
 #include "sandbox_protocol.h"
+#include "syscalls.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -11,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -48,7 +48,7 @@ struct pdk_supervisor {
 
 static int send_signal(pdk_supervisor *sup, int sig)
 {
-    return (int)syscall(SYS_pidfd_send_signal, sup->init_pidfd, sig, NULL, 0);
+    return pdk_sys_pidfd_send_signal(sup->init_pidfd, sig, NULL, 0);
 }
 
 static void on_signal(evutil_socket_t sig, short what, void *arg)

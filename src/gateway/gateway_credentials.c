@@ -19,9 +19,9 @@
 #include "gateway_internal.h"
 
 #include "display.h"
+#include "gateway_headers.h"
 #include "redact.h"
 
-#include <strings.h>
 
 int pdk__gw_credentials_copy(pdk_gateway *g, const pdk_gateway_config *cfg, pdk_error *err)
 {
@@ -74,16 +74,6 @@ bool pdk__gw_host_bound(const gw_conn *c)
         if (bound(c->g->credentials[i].policy, c->host))
             return true;
     return false;
-}
-
-/* s with every needle replaced by with (new string), or NULL when needle is not in s. */
-static char *replaced(const char *s, const char *needle, const char *with)
-{
-    if (!s || !strstr(s, needle))
-        return NULL;
-    pdk_buf b = {0};
-    pdk_buf_replace_all(&b, s, strlen(s), needle, with);
-    return pdk_buf_steal(&b);
 }
 
 static void refuse_exfiltration(gw_conn *c, const pdk_gateway_credential *gc, const char *where,
@@ -179,26 +169,11 @@ static bool scan_string(gw_conn *c, const char *s, pdk_placeholder_found *found)
 
 bool pdk__gw_check_placeholders(gw_conn *c)
 {
-    pdk_http_head *h = c->req;
     pdk_placeholder_found found = {-1, "", 0};
     _cleanup_free_ char *where = NULL;
-    if (c->g->credential_count == 0)
-        return true;
-    if (scan_string(c, h->target, &found))
-        where = xstrdup(h->method_id == HTTP_CONNECT ? "destination" : "URL");
-    /* field names one by one; the values as one text, in order, as an upstream that joins
-     * them would read them (a placeholder cut in two across two fields is found) */
-    for (size_t k = 0; !where && k < h->header_count; k++)
-        if (scan_string(c, h->headers[k].name, &found))
-            where = xasprintf("field name %.64s", h->headers[k].name);
-    pdk_placeholder_scan values;
-    pdk_placeholder_scan_start(&values, c->g->placeholders, not_bound_here, c);
-    for (size_t k = 0; !where && k < h->header_count; k++)
-        if (pdk_placeholder_scan_feed(&values, h->headers[k].value, strlen(h->headers[k].value),
-                                      &found) ||
-            (k + 1 == h->header_count && pdk_placeholder_scan_break(&values, &found)))
-            where = xasprintf("%.64s field", h->headers[k].name); /* (where it ends) */
-    if (!where)
+    if (c->g->credential_count == 0 ||
+        !pdk_headers_find_placeholder(c->req, c->g->placeholders, not_bound_here, c, &found,
+                                      &where))
         return true;
     refuse_exfiltration(c, &c->g->credentials[found.id], where, &found);
     return false;
@@ -257,21 +232,6 @@ static void refuse_plain_http(gw_conn *c, const pdk_gateway_credential *gc)
     pdk__gw_refuse(c, 403, "Forbidden", why);
 }
 
-static bool names_field(const pdk_credential *cred, const char *name)
-{
-    for (char **f = cred->replace_in_headers; f && *f; f++)
-        if (strcasecmp(*f, name) == 0)
-            return true;
-    return false;
-}
-
-static bool has_body(const pdk_http_head *h)
-{
-    return !h->upgrade &&
-           (h->framing == PDK_HTTP_FRAMING_CHUNKED ||
-            (h->framing == PDK_HTTP_FRAMING_CONTENT_LENGTH && h->content_length > 0));
-}
-
 static void note(json_t **list, const char *name)
 {
     if (!*list)
@@ -297,75 +257,44 @@ gw_apply pdk__gw_apply_credentials(gw_conn *c, const char *how)
             pdk__gw_token_wait(c, i, resume_request);
             return GW_PARKED;
         }
-    /* what each bound credential would put on, checked before anything is */
-    bool any = false;
+    /* the bound ones, as gateway_headers.c puts them on */
+    pdk_headers_credential *bound_creds = xcalloc(g->credential_count + 1, sizeof(*bound_creds));
+    size_t *index = xcalloc(g->credential_count + 1, sizeof(*index));
+    bool *used = xcalloc(g->credential_count + 1, sizeof(*used));
+    size_t n = 0;
     for (size_t i = 0; i < g->credential_count; i++) {
         const pdk_gateway_credential *gc = &g->credentials[i];
         if (!bound(gc->policy, c->host))
             continue;
-        any = true;
-        bool puts = gc->policy->inject_header != NULL;
-        for (size_t k = 0; k < h->header_count && !puts; k++)
-            puts = names_field(gc->policy, h->headers[k].name) &&
-                   strstr(h->headers[k].value, gc->placeholder);
-        if (puts && !transport_ok(c, gc)) {
-            refuse_plain_http(c, gc);
-            return GW_REFUSED;
-        }
-        if (gc->policy->replace_in_body && has_body(h) &&
-            h->framing == PDK_HTTP_FRAMING_CONTENT_LENGTH &&
-            h->content_length > PDK_GW_REWRITE_MAX) {
-            c->verdict.decision = PDK_DECISION_DENY;
-            pdk__gw_refuse(
-                c, 413, "Payload Too Large",
-                "a body whose placeholders are replaced (replace_in_body) is over 1 MiB");
-            return GW_REFUSED;
-        }
+        bound_creds[n] = (pdk_headers_credential){gc->policy, gc->placeholder, gc->value};
+        index[n++] = i;
     }
-    for (size_t i = 0; i < g->credential_count; i++) {
-        const pdk_gateway_credential *gc = &g->credentials[i];
-        if (!bound(gc->policy, c->host))
-            continue;
-        bool used = false;
-        for (size_t k = 0; k < h->header_count; k++) {
-            if (!names_field(gc->policy, h->headers[k].name))
-                continue;
-            _cleanup_free_ char *v = replaced(h->headers[k].value, gc->placeholder, gc->value);
-            if (v) {
-                _cleanup_free_ char *name = xstrdup(h->headers[k].name);
-                pdk_error err = {0};
-                (void)pdk_http_head_set(h, name, v, &err);
-                sodium_memzero(v, strlen(v));
-                used = true;
-            }
-        }
-        if (gc->policy->inject_header) {
-            _cleanup_free_ char *v = replaced(gc->policy->inject_value, "{token}", gc->value);
-            pdk_error err = {0};
-            if (v && pdk_http_head_set(h, gc->policy->inject_header, v, &err) == 0)
-                used = true;
-            if (v)
-                sodium_memzero(v, strlen(v));
-        }
-        if (gc->policy->replace_in_body && has_body(h))
+    pdk_headers_put put = {.used = used};
+    pdk_headers_outcome outcome = pdk_headers_put_credentials(
+        h, bound_creds, n, pdk__gw_upstream_tls(c), PDK_GW_REWRITE_MAX, &put);
+    gw_apply result = GW_APPLIED;
+    if (outcome == PDK_HEADERS_PLAIN_HTTP) {
+        refuse_plain_http(c, &g->credentials[index[put.refused]]);
+        result = GW_REFUSED;
+    } else if (outcome == PDK_HEADERS_BODY_TOO_LARGE) {
+        c->verdict.decision = PDK_DECISION_DENY;
+        pdk__gw_refuse(c, 413, "Payload Too Large",
+                       "a body whose placeholders are replaced (replace_in_body) is over 1 MiB");
+        result = GW_REFUSED;
+    } else {
+        for (size_t j = 0; j < n; j++)
+            if (used[j]) /* recorded with the request (its net.request event) */
+                note(&c->credentials_used, g->credentials[index[j]].policy->name);
+        if (put.rewrite_body)
             c->rewrite_body = true;
-        if (used) /* recorded with the request (its net.request event) */
-            note(&c->credentials_used, gc->policy->name);
+        for (size_t k = 0; put.placeholders_left && put.placeholders_left[k]; k++)
+            note(&c->placeholders_left, put.placeholders_left[k]);
     }
-    /* a placeholder left where no credential of this host replaces it: it goes on as it
-     * is (worth nothing), and the event says where */
-    for (size_t k = 0; k < h->header_count; k++)
-        for (size_t i = 0; i < g->credential_count; i++) {
-            const pdk_gateway_credential *gc = &g->credentials[i];
-            if (bound(gc->policy, c->host) && strstr(h->headers[k].value, gc->placeholder))
-                note(&c->placeholders_left, h->headers[k].name);
-        }
-    if (any) {
-        /* answers come unencoded, so that they can be masked (gateway_mask.c) */
-        pdk_error err = {0};
-        (void)pdk_http_head_set(h, "Accept-Encoding", "identity", &err);
-    }
-    return GW_APPLIED;
+    pdk_headers_put_free(&put);
+    free(bound_creds);
+    free(index);
+    free(used);
+    return result;
 }
 
 bool pdk__gw_rewritten_request(gw_conn *c, pdk_buf *out)

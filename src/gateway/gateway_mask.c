@@ -18,9 +18,9 @@
  */
 #include "gateway_internal.h"
 
+#include "gateway_headers.h"
 #include "redact.h"
 
-#include <strings.h>
 
 struct gw_masks {
     pdk_mask_set *set;
@@ -111,19 +111,7 @@ static void head_found(void *arg, size_t offset, int label)
     if (f->label >= 0)
         return;
     f->label = label;
-    const char *line = f->head + offset;
-    while (line > f->head && line[-1] != '\n')
-        line--;
-    if (line == f->head) {
-        snprintf(f->where, sizeof(f->where), "response status line");
-        return;
-    }
-    size_t name = strcspn(line, ":\r\n");
-    if (f->head + offset < line + name) /* (begins in the name: a name made of it) */
-        snprintf(f->where, sizeof(f->where), "response field name");
-    else
-        snprintf(f->where, sizeof(f->where), "response field %.*s", (int)(name > 64 ? 64 : name),
-                 line);
+    pdk_headers_response_where(f->head, offset, f->where, sizeof(f->where));
 }
 
 static bool response_has_body(const pdk_http_head *h)
@@ -142,9 +130,9 @@ bool pdk__gw_response_head(gw_conn *c, const pdk_http_head *head, pdk_buf *out)
     gw_masks *m = current(c->g);
     if (pdk_mask_set_empty(m->set))
         return true;
-    const char *coding = pdk_http_head_get(head, "Content-Encoding");
+    const char *coding = NULL;
     bool body = response_has_body(head) && !head->upgrade;
-    if (body && coding && *coding && strcasecmp(coding, "identity") != 0) {
+    if (pdk_headers_body_encoded(head, &coding)) {
         out->len = start;
         out->data[start] = '\0';
         _cleanup_free_ char *why = xasprintf(

@@ -1,12 +1,13 @@
 /* capabilities.c: see capabilities.h. */
 #include "capabilities.h"
 
+#include "syscalls.h"
+
 #include <errno.h>
 #include <linux/capability.h>
 #include <linux/securebits.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 int pdk_caps_drop_all(const char **what)
@@ -35,7 +36,7 @@ int pdk_caps_drop_all(const char **what)
     struct __user_cap_header_struct header = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
     struct __user_cap_data_struct data[2];
     memset(data, 0, sizeof(data));
-    if (syscall(SYS_capset, &header, data) < 0) {
+    if (pdk_sys_capset(&header, data) < 0) {
         *what = "capset";
         return -1;
     }

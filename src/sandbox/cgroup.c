@@ -24,73 +24,95 @@ struct pdk_cgroup {
     char *v1_dirs[CTRL_COUNT];
 };
 
-/* Does the comma-separated list contain token? */
-static bool list_has(const char *list, const char *token)
+/* Does the list of words separated by sep contain token? */
+static bool list_has(const char *list, char sep, const char *token)
 {
     size_t n = strlen(token);
     for (const char *p = list; p && *p;) {
-        const char *comma = strchr(p, ',');
-        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        const char *end = strchr(p, sep);
+        size_t len = end ? (size_t)(end - p) : strlen(p);
         if (len == n && strncmp(p, token, n) == 0)
             return true;
-        p = comma ? comma + 1 : NULL;
+        p = end ? end + 1 : NULL;
     }
     return false;
 }
 
-/* Mount point of the v1 hierarchy carrying controller (or of cgroup2 when controller is
- * NULL), from /proc/self/mountinfo. */
-static char *find_mount(const char *controller)
+/* In the text of a mountinfo file: the mount point of the v1 hierarchy carrying controller
+ * (or of cgroup2 when controller is NULL), or NULL. */
+static char *mount_point_in(const char *mountinfo, const char *controller)
 {
-    FILE *f = fopen("/proc/self/mountinfo", "re");
-    if (!f)
-        return NULL;
-    char *line = NULL;
-    size_t cap = 0;
-    char *result = NULL;
-    while (!result && getline(&line, &cap, f) > 0) {
-        char *sep = strstr(line, " - ");
+    for (const char *line = mountinfo; line && *line;) {
+        const char *nl = strchr(line, '\n');
+        _cleanup_free_ char *l = nl ? xstrndup(line, (size_t)(nl - line)) : xstrdup(line);
+        line = nl ? nl + 1 : NULL;
+        char *sep = strstr(l, " - ");
         if (!sep)
             continue;
         char mnt[4096], fstype[64], source[256], opts[1024];
-        if (sscanf(line, "%*s %*s %*s %*s %4095s", mnt) != 1)
+        if (sscanf(l, "%*s %*s %*s %*s %4095s", mnt) != 1)
             continue;
         if (sscanf(sep + 3, "%63s %255s %1023s", fstype, source, opts) != 3)
             continue;
         if (controller == NULL && strcmp(fstype, "cgroup2") == 0)
-            result = xstrdup(mnt);
-        else if (controller && strcmp(fstype, "cgroup") == 0 && list_has(opts, controller))
-            result = xstrdup(mnt);
+            return xstrdup(mnt);
+        if (controller && strcmp(fstype, "cgroup") == 0 && list_has(opts, ',', controller))
+            return xstrdup(mnt);
     }
-    free(line);
-    fclose(f);
-    return result;
+    return NULL;
 }
 
-/* Our cgroup path in the hierarchy with controller (NULL: the v2 "0::" line). */
-static char *own_path(const char *controller)
+/* In the text of a /proc/PID/cgroup file: the cgroup's path in the hierarchy with
+ * controller (NULL: the v2 "0::" line), or NULL. */
+static char *own_path_in(const char *proc_cgroup, const char *controller)
 {
-    FILE *f = fopen("/proc/self/cgroup", "re");
-    if (!f)
-        return NULL;
-    char *line = NULL;
-    size_t cap = 0;
-    char *result = NULL;
-    while (!result && getline(&line, &cap, f) > 0) {
-        line[strcspn(line, "\n")] = '\0';
-        char *c1 = strchr(line, ':');
+    for (const char *line = proc_cgroup; line && *line;) {
+        const char *nl = strchr(line, '\n');
+        _cleanup_free_ char *l = nl ? xstrndup(line, (size_t)(nl - line)) : xstrdup(line);
+        line = nl ? nl + 1 : NULL;
+        char *c1 = strchr(l, ':');
         char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
         if (!c2)
             continue;
+        /* "ID:CONTROLLERS:PATH": the fields cut apart (the v2 line is "0::PATH") */
+        *c1 = '\0';
         *c2 = '\0';
         const char *ctrls = c1 + 1;
-        if (controller == NULL ? (strcmp(line, "0") == 0 && *ctrls == '\0')
-                               : list_has(ctrls, controller))
-            result = xstrdup(c2 + 1);
+        if (controller == NULL ? (strcmp(l, "0") == 0 && *ctrls == '\0')
+                               : list_has(ctrls, ',', controller))
+            return xstrdup(c2 + 1);
     }
-    free(line);
-    fclose(f);
-    return result;
+    return NULL;
+}
+
+/* Whether a cgroup.subtree_control's text ("cpuset cpu io memory pids") enables every
+ * controller paddock limits: whole words ("cpuset" is not "cpu"). */
+static bool controllers_enabled(const char *subtree_control)
+{
+    _cleanup_free_ char *words = xstrdup(subtree_control);
+    for (char *p = words; *p; p++)
+        if (*p == '\n' || *p == '\t')
+            *p = ' ';
+    for (int i = 0; i < CTRL_COUNT; i++)
+        if (!list_has(words, ' ', controller_names[i]))
+            return false;
+    return true;
+}
+
+static char *find_mount(const char *controller)
+{
+    _cleanup_free_ char *text = NULL;
+    if (pdk_read_file_at(AT_FDCWD, "/proc/self/mountinfo", &text, NULL, 16u << 20) < 0)
+        return NULL;
+    return mount_point_in(text, controller);
+}
+
+static char *own_path(const char *controller)
+{
+    _cleanup_free_ char *text = NULL;
+    if (pdk_read_file_at(AT_FDCWD, "/proc/self/cgroup", &text, NULL, 1u << 20) < 0)
+        return NULL;
+    return own_path_in(text, controller);
 }
 
 static char *v1_base(const char *controller)
@@ -113,10 +135,7 @@ static bool v2_controllers_ok(const char *dir, bool try_enable)
     _cleanup_free_ char *file = pdk_path_join(dir, "cgroup.subtree_control");
     if (pdk_read_file_at(AT_FDCWD, file, &subtree, NULL, 4096) < 0)
         return false;
-    bool ok = true;
-    for (int i = 0; i < CTRL_COUNT; i++)
-        if (!strstr(subtree, controller_names[i]))
-            ok = false;
+    bool ok = controllers_enabled(subtree);
     if (ok || !try_enable)
         return ok;
     if (pdk_write_file_at(AT_FDCWD, file, "+memory +pids +cpu") < 0)

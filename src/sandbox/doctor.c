@@ -4,6 +4,7 @@
 #include "cgroup.h"
 #include "fsutil.h"
 #include "landlock.h"
+#include "mounts.h"
 #include "namespaces.h"
 #include "seccomp_filter.h"
 #include "statedir.h"
@@ -11,23 +12,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/mount.h>
-#include <sched.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mount.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
-
-#ifndef MOUNT_ATTR_IDMAP
-#define MOUNT_ATTR_IDMAP 0x00100000
-#endif
 
 static pdk_check *add(pdk_doctor_report *r, const char *name, pdk_check_status status, int value)
 {
@@ -47,158 +37,6 @@ static PDK_PRINTF(3, 4) void say(char *buf, size_t len, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(buf, len, fmt, ap);
     va_end(ap);
-}
-
-/* Run fn in a child; its exit status is 0 on success or an errno value. */
-static int in_child(int (*fn)(void *), void *arg)
-{
-    pid_t pid = fork();
-    if (pid < 0)
-        return errno;
-    if (pid == 0)
-        _exit(fn(arg));
-    int status;
-    while (waitpid(pid, &status, 0) < 0)
-        if (errno != EINTR)
-            return errno;
-    if (WIFEXITED(status))
-        return WEXITSTATUS(status);
-    return EINTR;
-}
-
-/* Map inside 0 to the caller's ids (taken before the unshare: after it they read as the
- * overflow id). */
-static uid_t probe_uid;
-static gid_t probe_gid;
-
-static int map_self(void)
-{
-    char buf[64];
-    uid_t uid = probe_uid;
-    gid_t gid = probe_gid;
-    (void)pdk_write_file_at(AT_FDCWD, "/proc/self/setgroups", "deny");
-    snprintf(buf, sizeof(buf), "0 %u 1\n", (unsigned)uid);
-    if (pdk_write_file_at(AT_FDCWD, "/proc/self/uid_map", buf) < 0)
-        return errno;
-    snprintf(buf, sizeof(buf), "0 %u 1\n", (unsigned)gid);
-    if (pdk_write_file_at(AT_FDCWD, "/proc/self/gid_map", buf) < 0)
-        return errno;
-    return 0;
-}
-
-static int probe_userns(void *arg)
-{
-    if (unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC |
-                CLONE_NEWUTS | CLONE_NEWCGROUP) < 0)
-        return errno;
-    return map_self();
-}
-
-static int probe_overlay(void *arg)
-{
-    const char *dir = arg;
-    if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0)
-        return errno;
-    int e = map_self();
-    if (e)
-        return e;
-    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
-        return errno;
-    char opts[512];
-    snprintf(opts, sizeof(opts), "lowerdir=%s/l,upperdir=%s/u,workdir=%s/w,userxattr", dir, dir,
-             dir);
-    char target[256];
-    snprintf(target, sizeof(target), "%s/m", dir);
-    if (mount("overlay", target, "overlay", 0, opts) < 0)
-        return errno;
-    char file[300];
-    snprintf(file, sizeof(file), "%s/m/probe", dir);
-    int fd = open(file, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-    if (fd < 0)
-        return errno;
-    close(fd);
-    return 0;
-}
-
-static int probe_seccomp(void *arg)
-{
-    pdk_seccomp_program prog;
-    pdk_seccomp_options opts = {0};
-    if (pdk_seccomp_build(&opts, &prog, NULL) < 0)
-        return EINVAL;
-    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-        return errno;
-    if (pdk_seccomp_install(&prog) < 0)
-        return errno;
-    /* The filter must answer: ptrace is denied with EPERM. */
-    if (syscall(SYS_ptrace, 0x4206 /* PTRACE_SEIZE */, getppid(), 0, 0) == 0 || errno != EPERM)
-        return ENOTSUP;
-    return 0;
-}
-
-/* Idmapped mounts of the state dir's filesystem (needed when paddock runs as root). */
-static int probe_idmap(const char *path)
-{
-    int sync[2];
-    if (pipe2(sync, O_CLOEXEC) < 0)
-        return errno;
-    pid_t pid = fork();
-    if (pid < 0)
-        return errno;
-    if (pid == 0) {
-        close(sync[1]);
-        if (unshare(CLONE_NEWUSER) < 0)
-            _exit(1);
-        char c;
-        (void)!read(sync[0], &c, 1);
-        _exit(0);
-    }
-    close(sync[0]);
-    int ret = 0;
-    /* Wait until the child is in its namespace: poll its ns link. */
-    char nspath[64], self[64], linkbuf[64], selfbuf[64];
-    snprintf(nspath, sizeof(nspath), "/proc/%d/ns/user", (int)pid);
-    snprintf(self, sizeof(self), "/proc/self/ns/user");
-    ssize_t ls = readlink(self, selfbuf, sizeof(selfbuf) - 1);
-    for (int i = 0; i < 100000; i++) {
-        ssize_t n = readlink(nspath, linkbuf, sizeof(linkbuf) - 1);
-        if (n > 0 && (n != ls || memcmp(linkbuf, selfbuf, (size_t)n) != 0))
-            break;
-        sched_yield();
-    }
-    char map[64];
-    snprintf(map, sizeof(map), "/proc/%d/uid_map", (int)pid);
-    char line[64];
-    snprintf(line, sizeof(line), "0 %u 1\n", PDK_HOST_ID_BASE);
-    int nsfd = -1, tree = -1;
-    if (pdk_write_file_at(AT_FDCWD, map, line) < 0) {
-        ret = errno;
-        goto out;
-    }
-    snprintf(map, sizeof(map), "/proc/%d/gid_map", (int)pid);
-    if (pdk_write_file_at(AT_FDCWD, map, line) < 0) {
-        ret = errno;
-        goto out;
-    }
-    nsfd = open(nspath, O_RDONLY | O_CLOEXEC);
-    tree = (int)syscall(SYS_open_tree, AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
-    if (nsfd < 0 || tree < 0) {
-        ret = errno;
-        goto out;
-    }
-    struct {
-        uint64_t attr_set, attr_clr, propagation, userns_fd;
-    } attr = {MOUNT_ATTR_IDMAP, 0, 0, (uint64_t)nsfd};
-    if (syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0)
-        ret = errno;
-out:
-    if (nsfd >= 0)
-        close(nsfd);
-    if (tree >= 0)
-        close(tree);
-    close(sync[1]);
-    waitpid(pid, NULL, 0);
-    return ret;
 }
 
 /* The PATH of a sandbox of policy in the current directory: each entry, and whether the
@@ -301,11 +139,9 @@ int pdk_doctor_run(pdk_doctor_report *r, const pdk_doctor_options *options, pdk_
             ? pdk_policy_load_file(options->policy_path, &ctx, &policy, NULL, err) < 0
             : pdk_policy_load_default(&ctx, &policy, err) < 0)
         return -1;
-    probe_uid = getuid();
-    probe_gid = getgid();
     pdk_check *c;
 
-    int e = in_child(probe_userns, NULL);
+    int e = pdk_namespaces_probe();
     c = add(r, "userns", e ? PDK_CHECK_FAIL : PDK_CHECK_OK, -1);
     if (e) {
         say(c->detail, sizeof(c->detail),
@@ -340,7 +176,7 @@ int pdk_doctor_run(pdk_doctor_report *r, const pdk_doctor_options *options, pdk_
             "filesystem rules, TCP port rules when the policy "
             "gives them, abstract-socket and signal scoping");
 
-    e = in_child(probe_seccomp, NULL);
+    e = pdk_seccomp_probe();
     c = add(r, "seccomp", e ? PDK_CHECK_FAIL : PDK_CHECK_OK, -1);
     say(c->detail, sizeof(c->detail),
         e ? "a seccomp filter cannot be installed: %s"
@@ -351,19 +187,7 @@ int pdk_doctor_run(pdk_doctor_report *r, const pdk_doctor_options *options, pdk_
             "paddock run refuses (a filter that cannot be "
             "installed never degrades silently)");
 
-    char tmpl[] = "/tmp/paddock-doctor.XXXXXX";
-    char *dir = mkdtemp(tmpl);
-    e = ENOENT;
-    if (dir) {
-        char p[300];
-        const char *subs[] = {"l", "u", "w", "m"};
-        for (size_t i = 0; i < 4; i++) {
-            snprintf(p, sizeof(p), "%s/%s", dir, subs[i]);
-            mkdir(p, 0700);
-        }
-        e = in_child(probe_overlay, dir);
-        pdk_rm_rf_at(AT_FDCWD, dir);
-    }
+    e = pdk_mounts_probe_overlay();
     c = add(r, "overlay", e ? PDK_CHECK_WARN : PDK_CHECK_OK, -1);
     say(c->detail, sizeof(c->detail),
         e ? "overlayfs cannot be mounted in a user namespace: %s"
@@ -383,7 +207,7 @@ int pdk_doctor_run(pdk_doctor_report *r, const pdk_doctor_options *options, pdk_
         struct stat st;
         while (stat(probe_path, &st) < 0 && strrchr(probe_path, '/') != probe_path)
             *strrchr(probe_path, '/') = '\0';
-        e = probe_idmap(probe_path);
+        e = pdk_mounts_probe_idmap(probe_path);
         c = add(r, "idmap", e ? PDK_CHECK_WARN : PDK_CHECK_OK, -1);
         say(c->detail, sizeof(c->detail),
             e ? "idmapped mounts on %s fail: %s" : "idmapped mounts work on %s%s", probe_path,

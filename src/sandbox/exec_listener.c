@@ -4,6 +4,7 @@
 
 #include "log.h"
 #include "util.h"
+#include "syscalls.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -19,7 +20,6 @@
 #include <sys/resource.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -238,9 +238,9 @@ static void tell(pid_t pid, const char *message)
      * it too). A pipe or socket, which could be full: a new open of it that does not block
      * (pipes have no offset), so that a full pipe costs this line, never the loop. */
     int fd = -1;
-    int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    int pidfd = pdk_sys_pidfd_open(pid, 0);
     if (pidfd >= 0) {
-        fd = (int)syscall(SYS_pidfd_getfd, pidfd, 2, 0);
+        fd = pdk_sys_pidfd_getfd(pidfd, 2, 0);
         close(pidfd);
     }
     struct stat st;
@@ -485,7 +485,7 @@ pdk_exec_listener *pdk_exec_listener_new(struct event_base *base, int listener_f
     l->handler.path_list = NULL;
     l->handoff_tail = &l->handoff_head;
     pthread_mutex_init(&l->lock, NULL);
-    if (syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &l->sizes) < 0)
+    if (pdk_sys_seccomp(SECCOMP_GET_NOTIF_SIZES, 0, &l->sizes) < 0)
         goto fail;
     if (l->sizes.seccomp_notif < sizeof(struct seccomp_notif))
         l->sizes.seccomp_notif = sizeof(struct seccomp_notif);

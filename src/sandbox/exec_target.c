@@ -2,6 +2,7 @@
 #include "exec_target.h"
 
 #include "util.h"
+#include "syscalls.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -14,7 +15,6 @@
 #include <linux/magic.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #define MAX_HOPS         40                  /* symlinks followed, as the kernel (ELOOP) */
@@ -160,7 +160,7 @@ static int open_in_root(int root, const char *path, bool follow)
 {
     struct open_how how = {.flags = O_PATH | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW),
                            .resolve = RESOLVE_IN_ROOT};
-    return (int)syscall(SYS_openat2, root, path, &how, sizeof(how));
+    return pdk_sys_openat2(root, path, &how);
 }
 
 /* Open for reading what path names in root, not following a symlink in its last component
@@ -171,7 +171,7 @@ static int open_readable_in_root(int root, const char *path)
 {
     struct open_how how = {.flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC,
                            .resolve = RESOLVE_IN_ROOT};
-    return (int)syscall(SYS_openat2, root, path, &how, sizeof(how));
+    return pdk_sys_openat2(root, path, &how);
 }
 
 /* A file found: its O_PATH fd, what it is called, and its names on the way. */
@@ -462,7 +462,7 @@ static void known_fill(pdk_exec_known *k, int root)
             continue;
         struct open_how how = {.flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC,
                                .resolve = RESOLVE_IN_ROOT};
-        int fd = (int)syscall(SYS_openat2, root, dir, &how, sizeof(how));
+        int fd = pdk_sys_openat2(root, dir, &how);
         struct stat st;
         bool again = false;
         if (fd >= 0 && fstat(fd, &st) == 0) {
@@ -664,12 +664,12 @@ int pdk_exec_read_text(pid_t pid, const char *path, size_t max, char **text)
      * (/proc/PID/fd/N) are never followed. */
     struct open_how how = {.flags = O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC,
                            .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS};
-    _cleanup_close_ int fd = (int)syscall(SYS_openat2, root, path, &how, sizeof(how));
+    _cleanup_close_ int fd = pdk_sys_openat2(root, path, &how);
     if (fd < 0 && (errno == ENOENT || errno == ENOTDIR))
         return 0;
     if (fd < 0 && errno == ELOOP) {
         how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
-        fd = (int)syscall(SYS_openat2, root, path, &how, sizeof(how));
+        fd = pdk_sys_openat2(root, path, &how);
     }
     if (fd < 0)
         return -1;

@@ -3,18 +3,12 @@
 #include "landlock.h"
 
 #include "log.h"
+#include "syscalls.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
-
-#ifndef __NR_landlock_create_ruleset
-#define __NR_landlock_create_ruleset 444
-#define __NR_landlock_add_rule       445
-#define __NR_landlock_restrict_self  446
-#endif
 
 struct ll_ruleset_attr {
     uint64_t handled_access_fs;
@@ -71,8 +65,8 @@ static uint64_t fs_rights_for(int abi)
 
 int pdk_landlock_abi(void)
 {
-    long abi = syscall(__NR_landlock_create_ruleset, NULL, 0, LL_CREATE_RULESET_VERSION);
-    return abi < 0 ? 0 : (int)abi;
+    int abi = pdk_sys_landlock_create_ruleset(NULL, 0, LL_CREATE_RULESET_VERSION);
+    return abi < 0 ? 0 : abi;
 }
 
 const char *pdk_landlock_missing(int abi)
@@ -118,11 +112,11 @@ static int add_path(int ruleset, const char *path, uint64_t access, uint64_t han
         return errno == ENOENT ? 0 : -1;
     struct ll_path_beneath_attr attr = {.allowed_access = access & handled, .parent_fd = fd};
     /* Rules on files may only carry file rights. */
-    int r = (int)syscall(__NR_landlock_add_rule, ruleset, LL_RULE_PATH_BENEATH, &attr, 0);
+    int r = pdk_sys_landlock_add_rule(ruleset, LL_RULE_PATH_BENEATH, &attr, 0);
     if (r < 0 && errno == EINVAL) {
         attr.allowed_access &=
             LL_FS_EXECUTE | LL_FS_WRITE_FILE | LL_FS_READ_FILE | LL_FS_TRUNCATE | LL_FS_IOCTL_DEV;
-        r = (int)syscall(__NR_landlock_add_rule, ruleset, LL_RULE_PATH_BENEATH, &attr, 0);
+        r = pdk_sys_landlock_add_rule(ruleset, LL_RULE_PATH_BENEATH, &attr, 0);
     }
     int saved = errno;
     close(fd);
@@ -134,7 +128,7 @@ static int add_ports(int ruleset, const uint16_t *ports, size_t count, uint64_t 
 {
     for (size_t i = 0; i < count; i++) {
         struct ll_net_port_attr attr = {.allowed_access = access, .port = ports[i]};
-        if (syscall(__NR_landlock_add_rule, ruleset, LL_RULE_NET_PORT, &attr, 0) < 0)
+        if (pdk_sys_landlock_add_rule(ruleset, LL_RULE_NET_PORT, &attr, 0) < 0)
             return -1;
     }
     return 0;
@@ -199,7 +193,7 @@ int pdk_landlock_build(const pdk_landlock_spec *spec, const char **what)
     struct ll_ruleset_attr attr;
     size_t attr_size;
     ruleset_attr_for(spec, &attr, &attr_size);
-    int ruleset = (int)syscall(__NR_landlock_create_ruleset, &attr, attr_size, 0);
+    int ruleset = pdk_sys_landlock_create_ruleset(&attr, attr_size, 0);
     if (ruleset < 0) {
         *what = "landlock_create_ruleset";
         return -1;
@@ -230,5 +224,5 @@ fail : {
 
 int pdk_landlock_restrict(int ruleset_fd)
 {
-    return (int)syscall(__NR_landlock_restrict_self, ruleset_fd, 0);
+    return pdk_sys_landlock_restrict_self(ruleset_fd, 0);
 }

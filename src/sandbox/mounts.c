@@ -3,7 +3,9 @@
 
 #include "fsutil.h"
 #include "log.h"
+#include "namespaces.h"
 #include "sandbox_protocol.h"
+#include "syscalls.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -11,9 +13,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #ifndef MOUNT_ATTR_IDMAP
@@ -40,43 +43,12 @@ struct mount_attr_v0 {
     uint64_t userns_fd;
 };
 
-static int sys_open_tree(int dfd, const char *path, unsigned flags)
-{
-    return (int)syscall(SYS_open_tree, dfd, path, flags);
-}
-
-static int sys_move_mount(int from_dfd, const char *from, int to_dfd, const char *to,
-                          unsigned flags)
-{
-    return (int)syscall(SYS_move_mount, from_dfd, from, to_dfd, to, flags);
-}
-
-static int sys_mount_setattr(int dfd, const char *path, unsigned flags, struct mount_attr_v0 *attr)
-{
-    return (int)syscall(SYS_mount_setattr, dfd, path, flags, attr, sizeof(*attr));
-}
-
-static int sys_fsopen(const char *fs, unsigned flags)
-{
-    return (int)syscall(SYS_fsopen, fs, flags);
-}
-
-static int sys_fsconfig(int fd, unsigned cmd, const char *key, const void *value, int aux)
-{
-    return (int)syscall(SYS_fsconfig, fd, cmd, key, value, aux);
-}
-
-static int sys_fsmount(int fd, unsigned flags, unsigned attrs)
-{
-    return (int)syscall(SYS_fsmount, fd, flags, attrs);
-}
-
 /* ---- sources ------------------------------------------------------------------------ */
 
 static int open_source(const char *path, bool writable, int userns_fd, const char *what,
                        pdk_error *err)
 {
-    _cleanup_close_ int fd = sys_open_tree(AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+    _cleanup_close_ int fd = pdk_sys_open_tree(AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
     if (fd < 0)
         return pdk_error_set(err, errno, "%s %s", what, path);
     struct mount_attr_v0 attr = {0};
@@ -87,7 +59,7 @@ static int open_source(const char *path, bool writable, int userns_fd, const cha
         attr.attr_set |= MOUNT_ATTR_IDMAP;
         attr.userns_fd = (uint64_t)userns_fd;
     }
-    if (sys_mount_setattr(fd, "", AT_EMPTY_PATH, &attr) < 0) {
+    if (pdk_sys_mount_setattr(fd, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0) {
         if (userns_fd >= 0 && errno == EINVAL)
             return pdk_error_set(err, 0,
                                  "%s %s: its filesystem does not support idmapped mounts, "
@@ -347,7 +319,7 @@ int pdk_mounts_build_dev(bool tty_gid_mapped, const char **what)
 static int attach(builder *b, int tree_fd, const char *inside_path, const char *what)
 {
     _cleanup_free_ char *p = in_root(inside_path);
-    if (sys_move_mount(tree_fd, "", AT_FDCWD, p, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+    if (pdk_sys_move_mount(tree_fd, "", AT_FDCWD, p, MOVE_MOUNT_F_EMPTY_PATH) < 0)
         return pdk_error_set(b->err, errno, "mounting %s on %s", what, inside_path);
     pdk_strv_push(&b->covered, inside_path);
     return 0;
@@ -458,14 +430,14 @@ static int stage_overlay_layers(builder *b, int fs, bool placeholders, int lower
 {
     if (mkdir(SCRATCH "/lower", 0700) < 0 || mkdir(SCRATCH "/layers", 0700) < 0)
         return pdk_error_set(b->err, errno, "creating the overlay staging directories");
-    if (sys_move_mount(lower, "", AT_FDCWD, SCRATCH "/lower", MOVE_MOUNT_F_EMPTY_PATH) < 0 ||
-        sys_move_mount(layers, "", AT_FDCWD, SCRATCH "/layers", MOVE_MOUNT_F_EMPTY_PATH) < 0)
+    if (pdk_sys_move_mount(lower, "", AT_FDCWD, SCRATCH "/lower", MOVE_MOUNT_F_EMPTY_PATH) < 0 ||
+        pdk_sys_move_mount(layers, "", AT_FDCWD, SCRATCH "/layers", MOVE_MOUNT_F_EMPTY_PATH) < 0)
         return pdk_error_set(b->err, errno, "staging the overlay layers");
     const char *lowerdir =
         placeholders ? SCRATCH "/placeholders:" SCRATCH "/lower" : SCRATCH "/lower";
-    if (sys_fsconfig(fs, FSCONFIG_SET_STRING, "lowerdir", lowerdir, 0) < 0 ||
-        sys_fsconfig(fs, FSCONFIG_SET_STRING, "upperdir", SCRATCH "/layers/upper", 0) < 0 ||
-        sys_fsconfig(fs, FSCONFIG_SET_STRING, "workdir", SCRATCH "/layers/work", 0) < 0)
+    if (pdk_sys_fsconfig(fs, FSCONFIG_SET_STRING, "lowerdir", lowerdir, 0) < 0 ||
+        pdk_sys_fsconfig(fs, FSCONFIG_SET_STRING, "upperdir", SCRATCH "/layers/upper", 0) < 0 ||
+        pdk_sys_fsconfig(fs, FSCONFIG_SET_STRING, "workdir", SCRATCH "/layers/work", 0) < 0)
         return overlay_error(b, fs, errno);
     return 0;
 }
@@ -487,7 +459,7 @@ static int setup_workspace(builder *b, pdk_mount_sources *src)
     int placeholders = make_placeholder_layer(b, src->workspace, src->layers);
     if (placeholders < 0)
         return -1;
-    _cleanup_close_ int fs = sys_fsopen("overlay", FSOPEN_CLOEXEC);
+    _cleanup_close_ int fs = pdk_sys_fsopen("overlay", FSOPEN_CLOEXEC);
     if (fs < 0)
         return pdk_error_set(b->err, errno,
                              "overlayfs is not available (the kernel needs CONFIG_OVERLAY_FS; "
@@ -497,15 +469,15 @@ static int setup_workspace(builder *b, pdk_mount_sources *src)
     close(src->workspace);
     close(src->layers);
     src->workspace = src->layers = -1;
-    if (sys_fsconfig(fs, FSCONFIG_SET_FLAG, "userxattr", NULL, 0) < 0 ||
+    if (pdk_sys_fsconfig(fs, FSCONFIG_SET_FLAG, "userxattr", NULL, 0) < 0 ||
         /* No syncfs of the whole upper filesystem at every unmount (and no-op fsyncs
          * inside): the session layer is a draft; run.c makes a kept layer durable with
          * one syncfs, and clears overlayfs's volatile marker once the overlay is gone. */
-        sys_fsconfig(fs, FSCONFIG_SET_FLAG, "volatile", NULL, 0) < 0 ||
-        sys_fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+        pdk_sys_fsconfig(fs, FSCONFIG_SET_FLAG, "volatile", NULL, 0) < 0 ||
+        pdk_sys_fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
         return overlay_error(b, fs, errno);
     _cleanup_close_ int mnt =
-        sys_fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+        pdk_sys_fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
     if (mnt < 0)
         return pdk_error_set(b->err, errno, "fsmount of the workspace overlay");
     return attach(b, mnt, cfg->workspace, "the workspace overlay");
@@ -665,7 +637,7 @@ static int pivot(builder *b)
 {
     if (chdir(NEWROOT) < 0)
         return pdk_error_set(b->err, errno, "chdir to the new root");
-    if (syscall(SYS_pivot_root, ".", ".") < 0)
+    if (pdk_sys_pivot_root(".", ".") < 0)
         return pdk_error_set(b->err, errno, "pivot_root");
     if (umount2(".", MNT_DETACH) < 0)
         return pdk_error_set(b->err, errno, "detaching the old root");
@@ -683,13 +655,13 @@ struct pdk_mount_builder {
 static int clone_root(builder *b)
 {
     _cleanup_close_ int root =
-        sys_open_tree(AT_FDCWD, "/", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+        pdk_sys_open_tree(AT_FDCWD, "/", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
     if (root < 0)
         return pdk_error_set(b->err, errno, "cloning the host root (open_tree)");
     struct mount_attr_v0 attr = {.attr_set =
                                      MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
                                  .propagation = MS_PRIVATE};
-    if (sys_mount_setattr(root, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr) < 0)
+    if (pdk_sys_mount_setattr(root, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof(attr)) < 0)
         return pdk_error_set(b->err, errno, "making the host root read-only (mount_setattr)");
     if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
         return pdk_error_set(b->err, errno, "making the mount namespace private");
@@ -704,7 +676,7 @@ static int build_base(builder *b, int root)
     if (mount("tmpfs", STAGE, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0700") < 0 ||
         mkdir(NEWROOT, 0700) < 0 || mkdir(SCRATCH, 0700) < 0 || mkdir(FRESH, 0700) < 0)
         return pdk_error_set(err, errno, "making the staging area on %s", STAGE);
-    if (sys_move_mount(root, "", AT_FDCWD, NEWROOT, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+    if (pdk_sys_move_mount(root, "", AT_FDCWD, NEWROOT, MOVE_MOUNT_F_EMPTY_PATH) < 0)
         return pdk_error_set(err, errno, "attaching the new root");
     pdk_trace("child: root attached");
     if (mount("proc", NEWROOT "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
@@ -786,4 +758,121 @@ void pdk_mounts_builder_free(pdk_mount_builder *mb)
         close(mb->root);
     pdk_strv_free(mb->b.covered);
     free(mb);
+}
+
+/* ---- probes ------------------------------------------------------------------------- */
+
+typedef struct overlay_probe {
+    const char *dir;
+    uid_t uid;
+    gid_t gid;
+} overlay_probe;
+
+static int probe_overlay_child(void *arg)
+{
+    const overlay_probe *p = arg;
+    if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0)
+        return errno;
+    int e = pdk_idmap_write_self(p->uid, p->gid);
+    if (e)
+        return e;
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+        return errno;
+    char opts[512];
+    snprintf(opts, sizeof(opts), "lowerdir=%s/l,upperdir=%s/u,workdir=%s/w,userxattr", p->dir,
+             p->dir, p->dir);
+    char target[256];
+    snprintf(target, sizeof(target), "%s/m", p->dir);
+    if (mount("overlay", target, "overlay", 0, opts) < 0)
+        return errno;
+    char file[300];
+    snprintf(file, sizeof(file), "%s/m/probe", p->dir);
+    int fd = open(file, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return errno;
+    close(fd);
+    return 0;
+}
+
+int pdk_mounts_probe_overlay(void)
+{
+    char tmpl[] = "/tmp/paddock-doctor.XXXXXX";
+    char *dir = mkdtemp(tmpl);
+    if (!dir)
+        return ENOENT;
+    char p[300];
+    const char *subs[] = {"l", "u", "w", "m"};
+    for (size_t i = 0; i < 4; i++) {
+        snprintf(p, sizeof(p), "%s/%s", dir, subs[i]);
+        mkdir(p, 0700);
+    }
+    overlay_probe probe = {.dir = dir, .uid = getuid(), .gid = getgid()};
+    int e = pdk_errno_in_child(probe_overlay_child, &probe);
+    pdk_rm_rf_at(AT_FDCWD, dir);
+    return e;
+}
+
+int pdk_mounts_probe_idmap(const char *path)
+{
+    int sync[2];
+    if (pipe2(sync, O_CLOEXEC) < 0)
+        return errno;
+    pid_t pid = fork();
+    if (pid < 0) {
+        int e = errno;
+        close(sync[0]);
+        close(sync[1]);
+        return e;
+    }
+    if (pid == 0) {
+        close(sync[1]);
+        if (unshare(CLONE_NEWUSER) < 0)
+            _exit(1);
+        char c;
+        (void)!read(sync[0], &c, 1);
+        _exit(0);
+    }
+    close(sync[0]);
+    int ret = 0;
+    /* Wait until the child is in its namespace: poll its ns link. */
+    char nspath[64], linkbuf[64], selfbuf[64];
+    snprintf(nspath, sizeof(nspath), "/proc/%d/ns/user", (int)pid);
+    ssize_t ls = readlink("/proc/self/ns/user", selfbuf, sizeof(selfbuf) - 1);
+    for (int i = 0; i < 100000; i++) {
+        ssize_t n = readlink(nspath, linkbuf, sizeof(linkbuf) - 1);
+        if (n > 0 && (n != ls || memcmp(linkbuf, selfbuf, (size_t)n) != 0))
+            break;
+        sched_yield();
+    }
+    char map[64];
+    snprintf(map, sizeof(map), "/proc/%d/uid_map", (int)pid);
+    char line[64];
+    snprintf(line, sizeof(line), "0 %u 1\n", PDK_HOST_ID_BASE);
+    int nsfd = -1, tree = -1;
+    if (pdk_write_file_at(AT_FDCWD, map, line) < 0) {
+        ret = errno;
+        goto out;
+    }
+    snprintf(map, sizeof(map), "/proc/%d/gid_map", (int)pid);
+    if (pdk_write_file_at(AT_FDCWD, map, line) < 0) {
+        ret = errno;
+        goto out;
+    }
+    nsfd = open(nspath, O_RDONLY | O_CLOEXEC);
+    tree = pdk_sys_open_tree(AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+    if (nsfd < 0 || tree < 0) {
+        ret = errno;
+        goto out;
+    }
+    struct mount_attr_v0 attr = {.attr_set = MOUNT_ATTR_IDMAP, .userns_fd = (uint64_t)nsfd};
+    if (pdk_sys_mount_setattr(tree, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0)
+        ret = errno;
+out:
+    if (nsfd >= 0)
+        close(nsfd);
+    if (tree >= 0)
+        close(tree);
+    close(sync[1]);
+    waitpid(pid, NULL, 0);
+    return ret;
 }

@@ -56,4 +56,13 @@ int pdk_mounts_enter(pdk_mount_builder *builder);
 int pdk_mounts_build_dev(bool tty_gid_mapped, const char **what);
 void pdk_mounts_builder_free(pdk_mount_builder *builder);
 
+/* Probes (paddock doctor). Each runs what it needs in a child and changes nothing here;
+ * 0, or the errno value of the step that failed. */
+/* overlayfs in a user namespace of one's own (userxattr), with a file written through it,
+ * in a temp dir under /tmp removed again. */
+int pdk_mounts_probe_overlay(void);
+/* An idmapped clone of the mount holding path (what the sources get when paddock is started
+ * as root), onto a user namespace mapping 0 to PDK_HOST_ID_BASE. */
+int pdk_mounts_probe_idmap(const char *path);
+
 #endif

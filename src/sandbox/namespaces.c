@@ -1,6 +1,9 @@
 /* namespaces.c: see namespaces.h. */
 #include "namespaces.h"
 
+#include "syscalls.h"
+#include "util.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <net/if.h>
@@ -12,7 +15,6 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 /* The first range of at least PDK_HOST_ID_COUNT ids given to "root" in an /etc/sub[ug]id
@@ -73,7 +75,7 @@ pid_t pdk_clone3(uint64_t flags, int *pidfd, int cgroup_fd)
         args.flags |= CLONE_INTO_CGROUP;
         args.cgroup = (uint64_t)cgroup_fd;
     }
-    return (pid_t)syscall(SYS_clone3, &args, sizeof(args));
+    return pdk_sys_clone3(&args, sizeof(args));
 }
 
 static int write_proc(pid_t pid, const char *file, const char *content, pdk_error *err)
@@ -153,4 +155,36 @@ int pdk_netns_create(bool loopback, bool no_nested_userns, const char **what)
         }
     }
     return fd;
+}
+
+int pdk_idmap_write_self(uid_t uid, gid_t gid)
+{
+    char buf[64];
+    (void)pdk_write_file_at(AT_FDCWD, "/proc/self/setgroups", "deny");
+    snprintf(buf, sizeof(buf), "0 %u 1\n", (unsigned)uid);
+    if (pdk_write_file_at(AT_FDCWD, "/proc/self/uid_map", buf) < 0)
+        return errno;
+    snprintf(buf, sizeof(buf), "0 %u 1\n", (unsigned)gid);
+    if (pdk_write_file_at(AT_FDCWD, "/proc/self/gid_map", buf) < 0)
+        return errno;
+    return 0;
+}
+
+typedef struct probe_ids {
+    uid_t uid;
+    gid_t gid;
+} probe_ids;
+
+static int probe_namespaces_child(void *arg)
+{
+    const probe_ids *ids = arg;
+    if (unshare(PDK_NAMESPACE_FLAGS | CLONE_NEWNET) < 0)
+        return errno;
+    return pdk_idmap_write_self(ids->uid, ids->gid);
+}
+
+int pdk_namespaces_probe(void)
+{
+    probe_ids ids = {getuid(), getgid()};
+    return pdk_errno_in_child(probe_namespaces_child, &ids);
 }

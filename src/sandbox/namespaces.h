@@ -52,4 +52,14 @@ int pdk_idmap_write(const pdk_idmap *map, pid_t pid, pdk_error *err);
  * thread (sandbox_child.c). -1 with errno and *what naming the step that failed. */
 int pdk_netns_create(bool loopback, bool no_nested_userns, const char **what);
 
+/* In a user namespace the caller just made with unshare(CLONE_NEWUSER): map inside 0 to uid
+ * and gid, the ids it had before (after the unshare they read as the overflow id); with
+ * setgroups denied. 0, or an errno value. */
+int pdk_idmap_write_self(uid_t uid, gid_t gid);
+
+/* Whether this process can make a sandbox's namespaces: in a child, unshare a user, mount,
+ * pid, net, ipc, uts and cgroup namespace and map its ids. 0, or the errno value of the
+ * step that failed. Nothing changes in the caller. */
+int pdk_namespaces_probe(void);
+
 #endif

@@ -8,6 +8,7 @@
 #include "sandbox_child.h"
 #include "sandbox_protocol.h"
 #include "supervisor.h"
+#include "syscalls.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -16,7 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -29,7 +29,7 @@ struct pdk_sandbox_rest {
 static void kill_and_reap_status(pid_t pid, int pidfd, int *status)
 {
     if (pidfd >= 0)
-        syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+        pdk_sys_pidfd_send_signal(pidfd, SIGKILL, NULL, 0);
     else
         kill(pid, SIGKILL);
     while (waitpid(pid, status, 0) < 0 && errno == EINTR)

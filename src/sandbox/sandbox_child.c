@@ -12,6 +12,7 @@
 #include "namespaces.h"
 #include "egress_net.h"
 #include "sandbox_protocol.h"
+#include "syscalls.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -28,7 +29,6 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <time.h>
@@ -93,7 +93,7 @@ typedef struct setup_thread {
 
 static void futex_wait(volatile int *addr, int value)
 {
-    syscall(SYS_futex, addr, FUTEX_WAIT, value, NULL, NULL, 0);
+    pdk_sys_futex(addr, FUTEX_WAIT, value);
 }
 
 static int setup_thread_main(void *arg)
@@ -105,7 +105,7 @@ static int setup_thread_main(void *arg)
     } else {
         t->dev_state = 1;
     }
-    syscall(SYS_futex, &t->dev_state, FUTEX_WAKE, 1, NULL, NULL, 0);
+    pdk_sys_futex(&t->dev_state, FUTEX_WAKE, 1);
     t->netns_fd = pdk_netns_create(!t->no_loopback, t->no_nested_userns, &t->net_what);
     if (t->netns_fd < 0)
         t->net_errno = errno;
@@ -281,8 +281,7 @@ static int exec_command(char *const *argv, char *const *envp)
  * AddressSanitizer's no-return hook would take for a broken one: exit_group directly. */
 static PDK_NORETURN void command_exit(int status)
 {
-    syscall(SYS_exit_group, status);
-    __builtin_unreachable();
+    pdk_sys_exit_group(status);
 }
 
 static PDK_NORETURN void command_main(const pdk__child_args *args, int ruleset_fd,
@@ -312,7 +311,7 @@ static PDK_NORETURN void command_main(const pdk__child_args *args, int ruleset_f
         close(ruleset_fd);
     }
     /* Every fd but 0, 1, 2 and the passed ones is closed at exec. */
-    syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
+    pdk_sys_close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
     for (size_t i = 0; i < cfg->pass_fd_count; i++) {
         int fl = fcntl(cfg->pass_fds[i], F_GETFD);
         if (fl >= 0)
@@ -354,10 +353,10 @@ static void close_all_but(int keep_a, int keep_b)
         if (keep[i] < (int)from)
             continue;
         if (keep[i] > (int)from)
-            syscall(SYS_close_range, from, (unsigned)keep[i] - 1, 0);
+            pdk_sys_close_range(from, (unsigned)keep[i] - 1, 0);
         from = (unsigned)keep[i] + 1;
     }
-    syscall(SYS_close_range, from, ~0U, 0);
+    pdk_sys_close_range(from, ~0U, 0);
 }
 
 /* The init loop: forward signals, reap, report the command's status. */

@@ -52,5 +52,9 @@ int pdk_seccomp_build(const pdk_seccomp_options *options, pdk_seccomp_program *o
  * notifying program, or -1 with errno. */
 int pdk_seccomp_install(const pdk_seccomp_program *program);
 void pdk_seccomp_program_free(pdk_seccomp_program *program);
+/* Whether the sandbox's filter works here: in a child, install the plain variant (with
+ * no_new_privs) and check that it answers (ptrace denied with EPERM). 0, an errno value of
+ * the step that failed, or ENOTSUP when the filter installed but did not deny. */
+int pdk_seccomp_probe(void);
 
 #endif

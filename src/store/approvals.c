@@ -118,7 +118,7 @@ static void bind_str(sqlite3_stmt *st, int i, const char *s)
 
 static void bind_json(sqlite3_stmt *st, int i, json_t *v)
 {
-    char *t = json_dumps(v ? v : json_array(), JSON_COMPACT);
+    char *t = v ? json_dumps(v, JSON_COMPACT) : NULL; /* none: an empty list */
     sqlite3_bind_text(st, i, t ? t : "[]", -1, SQLITE_TRANSIENT);
     free(t);
 }

@@ -136,7 +136,7 @@ int pdk_home_prepare(const char *state_dir, const char *name, const char *const 
 
 /* ---- placeholders kept with a persistent home ----
  *
- * The file: {"home": "DEV:INO", "placeholders": {KEY: {"random": HEX, "secrets": [NAME]}}}.
+ * The file: {"home": "DEV:INO:BIRTH", "placeholders": {KEY: {"random": HEX, "secrets": [NAME]}}}.
  * The pure part (pdk_home_placeholders_apply, _drop) works on its text; the rest reads and
  * writes it under its lock. */
 
@@ -192,6 +192,16 @@ static void new_random_part(char out[PDK_PLACEHOLDER_RANDOM_HEX + 1])
     sodium_bin2hex(out, PDK_PLACEHOLDER_RANDOM_HEX + 1, r, sizeof(r));
 }
 
+/* Whether stored, an identity as files written before the birth time was in it have it
+ * ("DEV:INO"), is identity's home ("DEV:INO:BIRTH"). */
+static bool same_legacy_home(const char *stored, const char *identity)
+{
+    const char *colon = strchr(stored, ':');
+    size_t n = strlen(stored);
+    return colon && !strchr(colon + 1, ':') && strncmp(identity, stored, n) == 0 &&
+           identity[n] == ':';
+}
+
 int pdk_home_placeholders_apply(const char *text, size_t len, const char *identity,
                                 pdk_home_placeholder *list, size_t count, char **updated)
 {
@@ -203,8 +213,13 @@ int pdk_home_placeholders_apply(const char *text, size_t len, const char *identi
         return -1;
     json_t *kept = json_object_get(root, "placeholders");
     bool changed = false;
-    if (!pdk_streq(json_string_value(json_object_get(root, "home")), identity) ||
-        !json_is_object(kept)) {
+    const char *home = json_string_value(json_object_get(root, "home"));
+    if (home && !pdk_streq(home, identity) && json_is_object(kept) &&
+        same_legacy_home(home, identity)) {
+        /* written before the identity had the birth time: the same home, now with it */
+        json_object_set_new(root, "home", json_string(identity));
+        changed = true;
+    } else if (!pdk_streq(home, identity) || !json_is_object(kept)) {
         /* another home (made anew), or no file yet: nothing of it holds */
         json_object_set_new(root, "home", json_string(identity));
         kept = json_object();
@@ -343,9 +358,18 @@ int pdk_home_placeholders(const char *state_dir, const char *name, pdk_home_plac
         return pdk_error_set(err, errno, "persistent home %s/%s", homes, name);
     if (!S_ISDIR(hs.st_mode))
         return pdk_error_set(err, ENOTDIR, "persistent home %s/%s", homes, name);
-    char identity[64];
-    snprintf(identity, sizeof(identity), "%llu:%llu", (unsigned long long)hs.st_dev,
-             (unsigned long long)hs.st_ino);
+    /* "DEV:INO:BIRTH": a home removed and made again may get the same inode number, never
+     * the same birth time (where the filesystem keeps one; else "DEV:INO" alone). */
+    char identity[96];
+    struct statx sx;
+    if (statx(homes_fd, name, AT_SYMLINK_NOFOLLOW, STATX_BTIME, &sx) == 0 &&
+        (sx.stx_mask & STATX_BTIME))
+        snprintf(identity, sizeof(identity), "%llu:%llu:%lld.%09u", (unsigned long long)hs.st_dev,
+                 (unsigned long long)hs.st_ino, (long long)sx.stx_btime.tv_sec,
+                 (unsigned)sx.stx_btime.tv_nsec);
+    else
+        snprintf(identity, sizeof(identity), "%llu:%llu", (unsigned long long)hs.st_dev,
+                 (unsigned long long)hs.st_ino);
     _cleanup_close_ int dir = placeholders_dir(state_dir, write);
     if (dir < 0) {
         if (!write && errno == ENOENT)

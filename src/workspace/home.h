@@ -65,7 +65,8 @@ int pdk_home_placeholders_forget(const char *state_dir, const char *secret, size
 /* ---- the file, for fuzz_home ---- */
 
 /* What pdk_home_placeholders does with the file's text (len bytes; NULL: there is none)
- * for the home of identity ("DEV:INO"): list's random parts filled (the kept ones, new
+ * for the home of identity ("DEV:INO:BIRTH", or "DEV:INO" where the filesystem keeps no birth
+ * time; a file written with "DEV:INO" is of the home with that DEV:INO and any birth): list's random parts filled (the kept ones, new
  * ones for the rest), and *updated (a new string) the file to write when it changed, else
  * NULL. -1 when text is not such a file. */
 int pdk_home_placeholders_apply(const char *text, size_t len, const char *identity,

@@ -6,7 +6,7 @@
 # plan "1..N" at the end. Environment (tests/run exports the first two):
 #   PADDOCK_BUILD     build dir (default: $PADDOCK_TOP/build)
 #   PADDOCK_TOP       source tree (default: two levels above this file)
-#   PADDOCK_MUST_WORK 1: a skip for a missing kernel feature is a failure (CI)
+#   PADDOCK_MUST_WORK 1: a skip is a failure (CI), but for skip_optional
 # Every test gets its own temp root $T (under /tmp) holding the state dir $STATE (exported as
 # PADDOCK_STATE_DIR), a workspace $WS and a home $TEST_HOME; the EXIT trap kills the
 # processes the test started (by pid) and removes $T and whatever else it registered.
@@ -131,7 +131,9 @@ expect_no_match() {
     fi
 }
 
-# skip DESC REASON: a test that cannot run here (a failure under PADDOCK_MUST_WORK=1).
+# skip DESC REASON: a test that cannot run here (a failure under PADDOCK_MUST_WORK=1): a
+# missing kernel feature, not being root, a tool scripts/bootstrap installs (curl, openssl,
+# git, strace, setpriv, bwrap...), a part of the build.
 skip() {
     if [ "${PADDOCK_MUST_WORK:-0}" = 1 ]; then
         not_ok "$1 (PADDOCK_MUST_WORK=1 but: $2)"
@@ -144,6 +146,21 @@ skip() {
 # skip_all REASON: the whole file cannot run here; reports one skip and exits.
 skip_all() {
     skip "$(basename "$0" .sh)" "$1"
+    exit 0
+}
+
+# skip_optional DESC REASON: a test of an optional client that is not installed (node, npm
+# and the packages of tests/node: the agents' CLIs, the official SDKs, axios): a skip even
+# under PADDOCK_MUST_WORK=1, since what it tests is the client's behaviour through paddock,
+# which paddock's own tests cover without it.
+skip_optional() {
+    _tap_count=$((_tap_count + 1))
+    echo "ok $_tap_count - $1 # SKIP $2"
+}
+
+# skip_all_optional REASON: skip_all for a file that needs an optional client.
+skip_all_optional() {
+    skip_optional "$(basename "$0" .sh)" "$1"
     exit 0
 }
 

@@ -23,11 +23,11 @@ CODEX=$NM/.bin/codex
 # The platform package's binary (npm ci --ignore-scripts skips the wrapper's postinstall,
 # which only copies it over the wrapper's placeholder).
 CLAUDE=$NM/@anthropic-ai/claude-code-linux-x64/claude
-command -v node >/dev/null || skip_all "node is not installed (scripts/bootstrap)"
+command -v node >/dev/null || skip_all_optional "node is not installed (scripts/bootstrap)"
 [ -x "$CODEX" ] && [ -x "$CLAUDE" ] ||
-    skip_all "Codex CLI or Claude Code is not in tests/node/node_modules (scripts/bootstrap: npm ci in tests/node)"
+    skip_all_optional "Codex CLI or Claude Code is not in tests/node/node_modules (scripts/bootstrap: npm ci in tests/node)"
 "$CODEX" --version >/dev/null 2>&1 && "$CLAUDE" --version >/dev/null 2>&1 ||
-    skip_all "Codex CLI or Claude Code does not run here: $("$CODEX" --version 2>&1 | tail -n1) $("$CLAUDE" --version 2>&1 | tail -n1)"
+    skip_all_optional "Codex CLI or Claude Code does not run here: $("$CODEX" --version 2>&1 | tail -n1) $("$CLAUDE" --version 2>&1 | tail -n1)"
 
 OPENAI_KEY="sk-proj-real-$RANDOM$RANDOM$RANDOM"
 ANTHROPIC_KEY="sk-ant-api03-real-$RANDOM$RANDOM$RANDOM"

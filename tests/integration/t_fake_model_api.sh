@@ -52,7 +52,7 @@ if command -v node >/dev/null && [ -d "$node_modules/openai" ] && [ -d "$node_mo
     done
     expect_eq "official SDKs: every check ran and passed" 0 "$sdk_rc"
 else
-    skip "the official SDKs (tests/node: openai, @anthropic-ai/sdk, installed by scripts/bootstrap)" \
+    skip_optional "the official SDKs (tests/node: openai, @anthropic-ai/sdk, installed by scripts/bootstrap)" \
         "node or tests/node/node_modules is missing"
 fi
 

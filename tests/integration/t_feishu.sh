@@ -149,7 +149,7 @@ if command -v node >/dev/null && [ -d "$sdk/@larksuiteoapi/node-sdk" ]; then
     expect_match "node SDK: the brokered token call is recorded" '"kind":"credential.brokered"' "$OUT"
     policy # without the NODE_PATH line again
 else
-    skip "node SDK: the brokered token call from the official Node client" "tests/node is not installed (scripts/bootstrap)"
+    skip_optional "node SDK: the brokered token call from the official Node client" "tests/node is not installed (scripts/bootstrap)"
 fi
 
 # Kept across a restart: a second run uses the cached token (no new mint).
