@@ -24,6 +24,8 @@
 
 #include <cmocka.h>
 
+#include "child.h"
+
 /* The value of a "Name:\tvalue" line of /proc/self/status, or NULL. */
 static char *status_field(const char *name)
 {
@@ -97,14 +99,7 @@ static void t_dropped_for_good(void **state)
         if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
             skip_or_fail("not root, and no user namespace to hold capabilities in");
     }
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0)
-        _exit(drop_child());
-    int status;
-    assert_int_equal(waitpid(pid, &status, 0), pid);
-    assert_true(WIFEXITED(status));
-    assert_int_equal(WEXITSTATUS(status), 0);
+    assert_in_child(drop_child);
 }
 
 static int unprivileged_child(void)
@@ -121,14 +116,7 @@ static int unprivileged_child(void)
 static void t_refused_step_named(void **state)
 {
     (void)state;
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0)
-        _exit(unprivileged_child());
-    int status;
-    assert_int_equal(waitpid(pid, &status, 0), pid);
-    assert_true(WIFEXITED(status));
-    assert_int_equal(WEXITSTATUS(status), 0);
+    assert_in_child(unprivileged_child);
 }
 
 int main(void)

@@ -29,6 +29,8 @@
 
 #include <cmocka.h>
 
+#include "child.h"
+
 static void t_describe_parse(void **state)
 {
     (void)state;
@@ -179,14 +181,7 @@ static void t_setup_in_a_namespace(void **state)
     waitpid(probe, &st, 0);
     if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
         skip_or_fail("no network namespace can be made here");
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0)
-        _exit(setup_child());
-    int status;
-    assert_int_equal(waitpid(pid, &status, 0), pid);
-    assert_true(WIFEXITED(status));
-    assert_int_equal(WEXITSTATUS(status), 0);
+    assert_in_child(setup_child);
 }
 
 int main(void)

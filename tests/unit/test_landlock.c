@@ -25,6 +25,8 @@
 
 #include <cmocka.h>
 
+#include "child.h"
+
 static void t_rights_follow_the_abi(void **state)
 {
     (void)state;
@@ -248,10 +250,7 @@ static void t_tcp_connect(void **state)
             _exit(2);
         _exit(0);
     }
-    int status;
-    waitpid(pid, &status, 0);
-    assert_true(WIFEXITED(status));
-    assert_int_equal(WEXITSTATUS(status), 0);
+    assert_child_succeeded(pid);
     close(allowed);
     close(other);
 }

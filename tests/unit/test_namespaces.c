@@ -18,6 +18,8 @@
 
 #include <cmocka.h>
 
+#include "child.h"
+
 static uint32_t base_of(const char *text)
 {
     char path[] = "/tmp/paddock-subid-test.XXXXXX";
@@ -109,10 +111,7 @@ static void t_probe_and_netns(void **state)
         pid_t pid = fork();
         if (pid == 0)
             _exit(netns_child(loopback));
-        int status;
-        assert_int_equal(waitpid(pid, &status, 0), pid);
-        assert_true(WIFEXITED(status));
-        assert_int_equal(WEXITSTATUS(status), 0);
+        assert_child_succeeded(pid);
     }
 }
 

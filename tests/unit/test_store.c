@@ -24,6 +24,8 @@
 
 #include <cmocka.h>
 
+#include "child.h"
+
 typedef struct fixture {
     char dir[64];
 } fixture;
@@ -140,10 +142,7 @@ static void t_lock_excludes(void **state)
         int r = pdk_store_lock(c, &e);
         _exit(r < 0 && strstr(e.message, "stayed held by another process") ? 0 : 1);
     }
-    int status;
-    assert_int_equal(waitpid(pid, &status, 0), pid);
-    assert_true(WIFEXITED(status));
-    assert_int_equal(WEXITSTATUS(status), 0);
+    assert_child_succeeded(pid);
     close(fd);
     /* released: taken again at once */
     fd = pdk_store_lock(s, &err);
